@@ -1,0 +1,94 @@
+"""Entry point: a lazily loaded click group, so start-up imports only what a command needs.
+
+Each subcommand lives in its own module under ``provenance.cli`` and exposes a
+click command object; the table below maps command names to ``module:attr``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from provenance import __version__
+
+#: command name -> "module:attribute" of the click command implementing it.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "audit": (
+        "provenance.cli.audit",
+        "audit",
+    ),
+    "explain": ("provenance.cli.audit", "explain"),
+    "combos": ("provenance.cli.combos", "combos"),
+    "flags": ("provenance.cli.flags", "flags"),
+    "ingest": ("provenance.cli.ingest", "ingest"),
+    "evidence": ("provenance.cli.evidence", "evidence"),
+    "ledger": ("provenance.cli.ledger", "ledger"),
+    "verify": ("provenance.cli.ledger", "verify"),
+    "graph": ("provenance.cli.graph", "graph"),
+    "cite": ("provenance.cli.cite", "cite"),
+    "schema": ("provenance.cli.schema", "schema"),
+}
+
+HELP = {
+    "audit": "Audit recipes against the evidence ledger: recommended or guide-only.",
+    "explain": "Explain the verdict for one combination, step by step.",
+    "combos": "List every selectable combination of a recipe with its argv and env.",
+    "flags": "Show the canonical FlagSet of a command line or srt-slurm YAML.",
+    "ingest": "Ingest evidence (InferenceX checkout, sweep runs) into the ledger.",
+    "evidence": "Inspect stored evidence records.",
+    "ledger": "Edit the ledger by hand (sweeps from review threads).",
+    "verify": "Verify ledger and evidence integrity (hashes, references, blobs).",
+    "graph": "Export the evidence graph (json, graphml, dot).",
+    "cite": "Print the PR-body citations block (en / zh).",
+    "schema": "Print the JSON Schema of an output or ledger file kind.",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group that imports a subcommand's module only when it is invoked."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attr = target
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            return _unavailable(cmd_name)
+        command = getattr(module, attr)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{module_name}:{attr} is not a click command")
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, HELP.get(name, "")) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _unavailable(name: str) -> click.Command:
+    @click.command(name=name, help=HELP.get(name, ""))
+    def _cmd() -> None:
+        click.echo(f"provenance {name}: not available in this build", err=True)
+        sys.exit(2)
+
+    return _cmd
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="provenance")
+def cli() -> None:
+    """provenance: prove every flag of a vLLM serving recipe was benchmarked."""
+
+
+def main(argv: list[str] | None = None) -> Any:
+    return cli.main(args=argv, prog_name="provenance")

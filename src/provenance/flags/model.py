@@ -1,0 +1,162 @@
+"""``Flag`` and ``FlagSet``: the canonical, comparable form of a server argument.
+
+A ``Flag`` is a canonical key and a canonical value, both strings:
+
+* keys are lowercase with ``_`` as the only word separator, JSON-valued
+  configs exploded into dotted sub-keys (``attention_config.backend``) and
+  environment variables spelled ``env:NAME`` (name kept verbatim);
+* values are canonical text: booleans ``"true"``/``"false"``, integers without
+  sign noise or leading zeros, floats in Python's shortest ``repr``, lists and
+  other JSON as compact sorted JSON, everything else verbatim.
+
+Keeping values as canonical strings makes equality exact: ``True``, ``1`` and
+``1.0`` never collide as they would as Python objects. See ``docs/flags.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class FlagClass(StrEnum):
+    """Policy class of a flag key (see ``provenance.flags.policy``)."""
+
+    MAJOR = "major"
+    TUNING = "tuning"
+    HARNESS = "harness"
+    FUNCTIONAL = "functional"
+
+
+class Flag(BaseModel):
+    """One canonical ``key = value`` pair."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str
+    value: str
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}"
+
+    @property
+    def is_env(self) -> bool:
+        return self.key.startswith("env:")
+
+
+class FlagSet(Mapping[str, str]):
+    """An immutable, hashable set of flags with unique keys (one role's view).
+
+    Behaves as a read-only mapping ``key -> value``; iteration is in sorted key
+    order so that equal sets always print, hash and serialise the same way.
+    """
+
+    __slots__ = ("_hash", "_items")
+
+    def __init__(self, flags: Iterable[Flag] | Mapping[str, str] = ()) -> None:
+        items: dict[str, str] = {}
+        if isinstance(flags, Mapping):
+            for key, value in flags.items():
+                items[str(key)] = str(value)
+        else:
+            for flag in flags:
+                items[flag.key] = flag.value
+        self._items: dict[str, str] = dict(sorted(items.items()))
+        self._hash: int | None = None
+
+    # Mapping protocol -------------------------------------------------------
+    def __getitem__(self, key: str) -> str:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(tuple(self._items.items()))
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FlagSet):
+            return self._items == other._items
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v}" for k, v in self._items.items())
+        return f"FlagSet({inner})"
+
+    # Helpers ---------------------------------------------------------------
+    @property
+    def flags(self) -> tuple[Flag, ...]:
+        return tuple(Flag(key=k, value=v) for k, v in self._items.items())
+
+    def restrict(self, keys: Iterable[str]) -> FlagSet:
+        wanted = set(keys)
+        return FlagSet({k: v for k, v in self._items.items() if k in wanted})
+
+    def without(self, keys: Iterable[str]) -> FlagSet:
+        dropped = set(keys)
+        return FlagSet({k: v for k, v in self._items.items() if k not in dropped})
+
+    def merged(self, other: Mapping[str, str]) -> FlagSet:
+        """A new set where ``other`` overrides this one key by key."""
+        return FlagSet({**self._items, **dict(other)})
+
+    def diff(self, other: FlagSet) -> FlagSetDiff:
+        """What changes from ``self`` (e.g. recipe) to ``other`` (e.g. evidence)."""
+        only_self = {k: v for k, v in self._items.items() if k not in other._items}
+        only_other = {k: v for k, v in other._items.items() if k not in self._items}
+        changed = {
+            k: (v, other._items[k])
+            for k, v in self._items.items()
+            if k in other._items and other._items[k] != v
+        }
+        return FlagSetDiff(only_left=only_self, only_right=only_other, changed=changed)
+
+    def to_json(self) -> dict[str, str]:
+        return dict(self._items)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        def validate(value: Any) -> FlagSet:
+            if isinstance(value, FlagSet):
+                return value
+            if isinstance(value, Mapping):
+                return FlagSet({str(k): str(v) for k, v in value.items()})
+            if isinstance(value, list):
+                return FlagSet(Flag.model_validate(item) for item in value)
+            raise TypeError("expected a mapping of flag key to value")
+
+        return core_schema.no_info_plain_validator_function(
+            validate,
+            json_schema_input_schema=core_schema.dict_schema(
+                core_schema.str_schema(), core_schema.str_schema()
+            ),
+            serialization=core_schema.plain_serializer_function_ser_schema(lambda fs: fs.to_json()),
+        )
+
+
+class FlagSetDiff(BaseModel):
+    """Difference between two FlagSets: keys only on the left, only on the right, changed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    only_left: dict[str, str]
+    only_right: dict[str, str]
+    changed: dict[str, tuple[str, str]]
+
+    @property
+    def size(self) -> int:
+        return len(self.only_left) + len(self.only_right) + len(self.changed)
+
+    @property
+    def empty(self) -> bool:
+        return self.size == 0

@@ -1,0 +1,176 @@
+"""Ledger file models: one YAML file per source PR, plus declarations.
+
+Layout of a ledger directory (see ``docs/ledger.md``)::
+
+    ledger/
+      prs/<owner>__<repo>__<number>.yaml   one LedgerEntry per evidence PR
+      declarations.yaml                    Declarations (reviewed guide-only acknowledgements)
+      README.md                            where the ledger came from (human text)
+
+Every fact carries ``source``: where it came from (``git:<sha>``,
+``perf-changelog.yaml``, ``github-api``, ``review-thread:<url>``, ``manual``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from provenance.errors import UsageError
+
+LEDGER_PR_SCHEMA: Literal["provenance.ledger.pr/v1"] = "provenance.ledger.pr/v1"
+DECLARATIONS_SCHEMA: Literal["provenance.ledger.declarations/v1"] = (
+    "provenance.ledger.declarations/v1"
+)
+
+_PR_REF = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)#(?P<number>[1-9][0-9]*)$")
+
+Conclusion = Literal[
+    "success",
+    "failure",
+    "cancelled",
+    "skipped",
+    "neutral",
+    "timed_out",
+    "action_required",
+    "stale",
+    "startup_failure",
+]
+
+
+class PrRef(BaseModel):
+    """``OWNER/REPO#N``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    repo: str
+    number: int
+
+    def __str__(self) -> str:
+        return f"{self.repo}#{self.number}"
+
+    @property
+    def url(self) -> str:
+        return f"https://github.com/{self.repo}/pull/{self.number}"
+
+    @property
+    def file_stem(self) -> str:
+        return f"{self.repo.replace('/', '__')}__{self.number}"
+
+    @classmethod
+    def parse(cls, text: str, default_repo: str = "SemiAnalysisAI/InferenceX") -> PrRef:
+        text = text.strip()
+        if text.startswith("#") and text[1:].isdigit():
+            text = f"{default_repo}{text}"
+        elif text.isdigit():
+            text = f"{default_repo}#{text}"
+        match = _PR_REF.match(text)
+        if not match:
+            raise UsageError(f"not a PR reference: {text!r} (expected OWNER/REPO#N)")
+        return cls(repo=match["repo"], number=int(match["number"]))
+
+
+class LedgerFile(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    blob_sha: str
+    commit: str
+    source: str = "git"
+
+
+class EvalScore(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    low: float
+    high: float
+    source: str
+
+
+class SweepRun(BaseModel):
+    """One CI sweep run that validated the PR's configs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: int
+    attempt: int = 1
+    head_sha: str
+    conclusion: Conclusion
+    workflow: str = "Run Sweep"
+    url: str | None = None
+    evals: tuple[EvalScore, ...] = ()
+    source: str
+    recorded: dt.date | None = None
+
+    @field_validator("head_sha")
+    @classmethod
+    def _sha(cls, value: str) -> str:
+        if not re.fullmatch(r"[0-9a-f]{7,40}", value):
+            raise ValueError("head_sha must be 7-40 lowercase hex digits")
+        return value
+
+    @property
+    def green(self) -> bool:
+        return self.conclusion == "success"
+
+
+class LedgerEntry(BaseModel):
+    """Everything known about one evidence PR."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    schema_: Literal["provenance.ledger.pr/v1"] = Field(default=LEDGER_PR_SCHEMA, alias="schema")
+    pr: PrRef
+    title: str = ""
+    merge_commit: str | None = None
+    merged_at: dt.date | None = None
+    pr_head: str | None = None
+    config_keys: tuple[str, ...] = ()
+    files: tuple[LedgerFile, ...] = ()
+    records: tuple[str, ...] = ()
+    sweeps: tuple[SweepRun, ...] = ()
+    sources: tuple[str, ...] = ()
+    notes: str = ""
+
+    @property
+    def validated(self) -> bool:
+        return any(s.green for s in self.sweeps)
+
+
+class SelectionPattern(BaseModel):
+    """A glob pattern over selections; every given field must match (fnmatch)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    recipe: str = "*"
+    variant: str = "*"
+    hardware: str = "*"
+    strategy: str = "*"
+    features: tuple[str, ...] | None = None
+    feature_modes: dict[str, str] = Field(default_factory=dict)
+    reasons: tuple[str, ...] = ()
+
+
+class Declaration(BaseModel):
+    """A reviewed acknowledgement: these combinations are knowingly guide-only."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    match: SelectionPattern
+    reason: str
+    date: dt.date
+    by: str = ""
+
+
+class Declarations(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    schema_: Literal["provenance.ledger.declarations/v1"] = Field(
+        default=DECLARATIONS_SCHEMA, alias="schema"
+    )
+    declarations: tuple[Declaration, ...] = ()

@@ -1,0 +1,111 @@
+"""What one selectable combination is and what it renders to.
+
+The shapes mirror the reference oracle's JSON lines (``selection`` and
+``result``) so records can be compared one for one after sorting.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+EnvValue = str | int | float | bool | None
+
+Role = Literal["serve", "head", "worker", "prefill", "decode", "instance", "instance_worker"]
+DeployType = Literal["single_node", "multi_node", "pd_cluster", "kv_store_lb", "omni"]
+
+
+class PdPool(BaseModel):
+    """One pd_cluster pool: how many nodes and which parallelism mode (tp, tep, dep)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    nodes: int
+    parallelism: str
+
+
+class PdSelection(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prefill: PdPool
+    decode: PdPool
+
+
+class Selection(BaseModel):
+    """Everything a user picks in the recipes command builder (same fields as the oracle)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    variant: str
+    hardware: str
+    strategy: str
+    node_count: int | None
+    pd: PdSelection | None = None
+    kv_offload: str | None = None
+    kv_instances: int | None = None
+    features: tuple[str, ...] = ()
+    feature_modes: dict[str, str | None] = Field(default_factory=dict)
+
+    def __hash__(self) -> int:
+        return hash(
+            (
+                self.variant,
+                self.hardware,
+                self.strategy,
+                self.node_count,
+                self.pd,
+                self.kv_offload,
+                self.kv_instances,
+                self.features,
+                tuple(sorted(self.feature_modes.items(), key=lambda kv: kv[0])),
+            )
+        )
+
+    def label(self) -> str:
+        """Short human label: ``nvfp4 · b200 · single_node_tp · 1n · +spec_decoding=eagle3``."""
+        parts = [self.variant, self.hardware, self.strategy]
+        if self.pd is not None:
+            parts.append(
+                f"P{self.pd.prefill.nodes}n-{self.pd.prefill.parallelism}"
+                f"/D{self.pd.decode.nodes}n-{self.pd.decode.parallelism}"
+            )
+        elif self.node_count is not None:
+            parts.append(f"{self.node_count}n")
+        if self.kv_offload:
+            parts.append(f"kv={self.kv_offload}")
+        for feature in self.features:
+            mode = self.feature_modes.get(feature)
+            parts.append(f"+{feature}={mode}" if mode else f"+{feature}")
+        return " · ".join(parts)
+
+
+class RoleCommand(BaseModel):
+    """One process of a deployment: its role, node rank, argv and env."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Role
+    node_rank: int | None = None
+    argv: tuple[str, ...] | None
+    env: dict[str, EnvValue] = Field(default_factory=dict)
+
+
+class RenderResult(BaseModel):
+    """The oracle's ``result``: deploy type, model id and every role's command."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    deploy_type: DeployType
+    model_id: str
+    roles: tuple[RoleCommand, ...]
+
+
+class Combination(BaseModel):
+    """A selection and what the builder renders for it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    recipe: str
+    selection: Selection
+    result: RenderResult

@@ -1,0 +1,297 @@
+"""Safe YAML loading with file:line diagnostics.
+
+Every YAML file ``provenance`` reads (recipes, srt-slurm recipes, master
+configs, the ledger) goes through :func:`load_yaml`. It
+
+* accepts only the YAML 1.1 core types PyYAML's ``SafeLoader`` builds (no
+  tags that construct objects);
+* rejects duplicate mapping keys (PyYAML silently keeps the last one);
+* bounds the input: a size limit, a nesting-depth limit and an alias limit, so
+  an alias "billion laughs" bomb is refused before anything expands it;
+* decodes strictly as UTF-8 (a UTF-8 byte-order mark is allowed and dropped);
+* remembers the line of every key and item, so a later validation error can
+  name ``file:line (key.path)``.
+
+:func:`parse_model` validates loaded data against a pydantic model and turns
+the first validation error into an :class:`~provenance.errors.InputError` with
+that location.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from provenance.errors import InputError, SourceLocation
+
+#: Largest YAML file accepted, in bytes. Real recipes are < 64 KiB, InferenceX
+#: master configs < 1 MiB; 8 MiB leaves room without inviting abuse.
+MAX_YAML_BYTES = 8 * 1024 * 1024
+#: Deepest nesting of mappings/sequences accepted.
+MAX_DEPTH = 64
+#: Most alias references (``*name``) accepted in one document. Real files use
+#: a handful; an alias bomb needs many.
+MAX_ALIASES = 256
+#: Most nodes the document may stand for once every alias is expanded. Aliases
+#: are shared by reference when loaded, but anything that walks or serialises
+#: the data expands them; a "billion laughs" bomb is refused here instead.
+MAX_EXPANDED_NODES = 1_000_000
+
+KeyPath = tuple[str | int, ...]
+M = TypeVar("M", bound=BaseModel)
+
+
+def format_key_path(key_path: Sequence[str | int]) -> str:
+    """``("variants", "nvfp4", "extra_args", 2)`` → ``variants.nvfp4.extra_args[2]``."""
+    text = ""
+    for part in key_path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+@dataclass(frozen=True)
+class LoadedYaml:
+    """A parsed YAML document plus the 1-based line of every key path in it."""
+
+    path: str
+    data: Any
+    lines: dict[KeyPath, int] = field(default_factory=dict)
+
+    def line_of(self, key_path: Sequence[str | int]) -> int | None:
+        """Line of ``key_path``, or of its nearest ancestor that has one."""
+        parts = tuple(key_path)
+        while True:
+            line = self.lines.get(parts)
+            if line is not None:
+                return line
+            if not parts:
+                return None
+            parts = parts[:-1]
+
+    def location(self, key_path: Sequence[str | int]) -> SourceLocation:
+        return SourceLocation(
+            self.path, line=self.line_of(key_path), key_path=format_key_path(key_path) or None
+        )
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that counts aliases as the composer resolves them."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.alias_count = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            self.alias_count += 1
+            if self.alias_count > MAX_ALIASES:
+                event = self.peek_event()  # type: ignore[no-untyped-call]
+                raise _LimitExceededError(
+                    f"more than {MAX_ALIASES} YAML aliases (possible alias bomb)",
+                    event.start_mark,
+                )
+        return super().compose_node(parent, index)
+
+
+class _LimitExceededError(Exception):
+    def __init__(self, message: str, mark: yaml.Mark | None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.mark = mark
+
+
+def _decode(raw: bytes, path: str) -> str:
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError("file is UTF-16/32 encoded; YAML inputs must be UTF-8", path=path, line=1)
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise InputError(
+            f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})",
+            path=path,
+            line=line,
+        ) from None
+
+
+def _walk(
+    node: yaml.Node,
+    key_path: KeyPath,
+    depth: int,
+    lines: dict[KeyPath, int],
+    path: str,
+    seen: set[int],
+) -> None:
+    if depth > MAX_DEPTH:
+        raise InputError(
+            f"YAML nesting deeper than {MAX_DEPTH} levels",
+            path=path,
+            line=node.start_mark.line + 1,
+            key_path=format_key_path(key_path) or None,
+        )
+    lines.setdefault(key_path, node.start_mark.line + 1)
+    # Aliased nodes are shared objects; visiting one again cannot find new keys.
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        keys: dict[object, int] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                _walk(value_node, key_path, depth + 1, lines, path, seen)
+                continue
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise InputError(
+                    "mapping keys must be scalars",
+                    path=path,
+                    line=key_node.start_mark.line + 1,
+                    key_path=format_key_path(key_path) or None,
+                )
+            key = key_node.value
+            line = key_node.start_mark.line + 1
+            if key in keys:
+                raise InputError(
+                    f"duplicate key {key!r} (first defined on line {keys[key]})",
+                    path=path,
+                    line=line,
+                    key_path=format_key_path((*key_path, key)),
+                )
+            keys[key] = line
+            child = (*key_path, key)
+            lines[child] = line
+            _walk(value_node, child, depth + 1, lines, path, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _walk(item, (*key_path, index), depth + 1, lines, path, seen)
+
+
+def _check_expanded_size(root: yaml.Node, path: str) -> None:
+    sizes: dict[int, int] = {}
+
+    def size(node: yaml.Node) -> int:
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        total = 1
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                total += size(key_node) + size(value_node)
+        elif isinstance(node, yaml.SequenceNode):
+            for item in node.value:
+                total += size(item)
+        total = min(total, MAX_EXPANDED_NODES + 1)
+        sizes[id(node)] = total
+        return total
+
+    if size(root) > MAX_EXPANDED_NODES:
+        raise InputError(
+            f"YAML aliases expand to more than {MAX_EXPANDED_NODES} nodes (alias bomb)",
+            path=path,
+            line=root.start_mark.line + 1,
+        )
+
+
+def load_yaml_text(text: str, path: str) -> LoadedYaml:
+    """Parse one YAML document from ``text``; ``path`` is used in diagnostics only."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_YAML_BYTES:
+        raise InputError(f"YAML file larger than {MAX_YAML_BYTES} bytes", path=path)
+    loader = _BoundedLoader(text)
+    try:
+        node = loader.get_single_node()
+        lines: dict[KeyPath, int] = {}
+        if node is None:
+            return LoadedYaml(path=path, data=None, lines=lines)
+        _walk(node, (), 0, lines, path, set())
+        if loader.alias_count:
+            _check_expanded_size(node, path)
+        data = loader.construct_document(node)
+    except _LimitExceededError as exc:
+        line = exc.mark.line + 1 if exc.mark else None
+        raise InputError(exc.message, path=path, line=line) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        problem = exc.problem or exc.context or "unparsable YAML"
+        if isinstance(exc, yaml.constructor.ConstructorError):
+            problem = f"YAML tag not allowed ({problem})"
+        raise InputError(f"invalid YAML: {problem}", path=path, line=line) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"invalid YAML: {exc}", path=path) from None
+    except RecursionError:
+        raise InputError(f"YAML nesting deeper than {MAX_DEPTH} levels", path=path) from None
+    finally:
+        loader.dispose()
+    return LoadedYaml(path=path, data=data, lines=lines)
+
+
+def load_yaml_bytes(raw: bytes, path: str) -> LoadedYaml:
+    """Parse YAML from bytes (for git blobs); enforces the size limit before decoding."""
+    if len(raw) > MAX_YAML_BYTES:
+        raise InputError(
+            f"YAML file is {len(raw)} bytes, over the {MAX_YAML_BYTES}-byte limit", path=path
+        )
+    return load_yaml_text(_decode(raw, path), path)
+
+
+def load_yaml(path: str | Path, *, display_path: str | None = None) -> LoadedYaml:
+    """Read and parse a YAML file from disk."""
+    shown = display_path or str(path)
+    file = Path(path)
+    try:
+        size = file.stat().st_size
+        if size > MAX_YAML_BYTES:
+            raise InputError(
+                f"YAML file is {size} bytes, over the {MAX_YAML_BYTES}-byte limit", path=shown
+            )
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        raise InputError("file not found", path=shown) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a YAML file", path=shown) from None
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}", path=shown) from None
+    return load_yaml_bytes(raw, shown)
+
+
+def _describe(error: dict[str, Any]) -> str:
+    kind = error.get("type", "")
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "missing":
+        return "required key is missing"
+    return str(error.get("msg", "invalid value"))
+
+
+def iter_error_locations(exc: ValidationError) -> Iterator[tuple[KeyPath, str]]:
+    for error in exc.errors():
+        loc = tuple(p for p in error["loc"] if isinstance(p, str | int))
+        yield loc, _describe(dict(error))
+
+
+def parse_model(model: type[M], loaded: LoadedYaml, *, root: KeyPath = ()) -> M:
+    """Validate ``loaded.data`` (or the sub-tree at ``root``) as ``model``.
+
+    The first validation error becomes an :class:`InputError` naming the file,
+    the line and the key path; the count of further errors is mentioned.
+    """
+    data: Any = loaded.data
+    for part in root:
+        data = data[part]
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = list(iter_error_locations(exc))
+        loc, text = errors[0]
+        full = (*root, *loc)
+        more = f" (and {len(errors) - 1} more error(s))" if len(errors) > 1 else ""
+        raise InputError(f"{text}{more}", location=loaded.location(full)) from None
