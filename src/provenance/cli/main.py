@@ -54,7 +54,13 @@ class LazyGroup(click.Group):
         return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
+        return self._load(COMMANDS, HELP, cmd_name)
+
+    @staticmethod
+    def _load(
+        table: dict[str, tuple[str, str]], helps: dict[str, str], cmd_name: str
+    ) -> click.Command | None:
+        target = table.get(cmd_name)
         if target is None:
             return None
         module_name, attr = target
@@ -63,7 +69,7 @@ class LazyGroup(click.Group):
         except ModuleNotFoundError as exc:
             if exc.name != module_name:
                 raise
-            return _unavailable(cmd_name)
+            return _unavailable(cmd_name, helps.get(cmd_name, ""))
         command = getattr(module, attr)
         if not isinstance(command, click.Command):
             raise TypeError(f"{module_name}:{attr} is not a click command")
@@ -75,8 +81,8 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-def _unavailable(name: str) -> click.Command:
-    @click.command(name=name, help=HELP.get(name, ""))
+def _unavailable(name: str, help_text: str) -> click.Command:
+    @click.command(name=name, help=help_text)
     def _cmd() -> None:
         click.echo(f"provenance {name}: not available in this build", err=True)
         sys.exit(2)
