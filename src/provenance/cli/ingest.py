@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import click
 
 from provenance.cli.main import LazyGroup
 
 
 class _IngestGroup(LazyGroup):
-    SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    SUBCOMMANDS: ClassVar[dict[str, tuple[str, str]]] = {
         "inferencex": ("provenance.cli.ingest_inferencex", "inferencex"),
         "sweeps": ("provenance.cli.ingest_sweeps", "sweeps"),
     }
-    SUBHELP: dict[str, str] = {
-        "inferencex": "Extract evidence records from an InferenceX git checkout (static, no execution).",
+    SUBHELP: ClassVar[dict[str, str]] = {
+        "inferencex": "Extract evidence from an InferenceX git checkout (static, no execution).",
         "sweeps": "Record green sweep runs for ledger PRs from the GitHub API (needs a token).",
     }
 
