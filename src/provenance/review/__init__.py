@@ -1,0 +1,1 @@
+"""Reviewing a pull request: diff-aware audit, the CI gate and PR-body citations."""

@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+from provenance.audit.model import (
+    AuditReport,
+    AuditSummary,
+    EvidenceRef,
+    FlagProvenance,
+    Reason,
+    ReasonCode,
+    RoleFlags,
+    VerdictEntry,
+    VerdictKind,
+)
+from provenance.recipes.combination import Selection
+from provenance.review.diff import diff_reports
+
+REC = VerdictKind.RECOMMENDED
+GUIDE = VerdictKind.GUIDE_ONLY
+PR2120 = EvidenceRef(record="sha256:aa", prs=("SemiAnalysisAI/InferenceX#2120",))
+
+
+def sel(variant: str, hardware: str, features: tuple[str, ...] = ()) -> Selection:
+    return Selection(
+        variant=variant,
+        hardware=hardware,
+        strategy="single_node_tp",
+        node_count=1,
+        features=features,
+    )
+
+
+def entry(
+    selection: Selection,
+    verdict: VerdictKind,
+    flags: dict[str, tuple[str, bool]],
+    declared_by: str | None = None,
+) -> VerdictEntry:
+    provs = tuple(
+        FlagProvenance(key=k, value=v, cls="major", evidence=(PR2120,) if backed else ())
+        for k, (v, backed) in flags.items()
+    )
+    reasons = () if verdict is REC else (Reason(code=ReasonCode.FLAG_UNEVIDENCED),)
+    return VerdictEntry(
+        recipe="MiniMaxAI/MiniMax-M3",
+        selection=selection,
+        verdict=verdict,
+        roles=(RoleFlags(role="serve", node_rank=None, flags=provs),),
+        reasons=reasons,
+        declared_by=declared_by,
+    )
+
+
+def report(*entries: VerdictEntry) -> AuditReport:
+    rec = sum(1 for e in entries if e.verdict is REC)
+    return AuditReport(
+        tool_version="test",
+        recipes=("MiniMaxAI/MiniMax-M3",),
+        summary=AuditSummary(
+            combinations=len(entries),
+            recommended=rec,
+            guide_only=len(entries) - rec,
+            declared=0,
+            undeclared_guide_only=len(entries) - rec,
+        ),
+        verdicts=entries,
+    )
+
+
+TP8 = {"tensor_parallel_size": ("8", True)}
+INDEXER = {"attention_config.indexer_kv_dtype": ("fp8", True)}
+INDEXER_UNBACKED = {"attention_config.indexer_kv_dtype": ("fp8", False)}
+
+
+def test_unchanged_reports_have_no_changes_and_pass() -> None:
+    base = report(entry(sel("nvfp4", "b200"), REC, TP8))
+    diff = diff_reports(base, base, base_label="a", head_label="b")
+    assert diff.changes == ()
+    assert diff.gate.passed
+
+
+def test_added_flag_is_listed_per_role_in_lens_with_evidence_or_absence() -> None:
+    base = report(entry(sel("nvfp4", "b200"), REC, TP8), entry(sel("nvfp4", "h200"), GUIDE, TP8))
+    head = report(
+        entry(sel("nvfp4", "b200"), REC, TP8 | INDEXER),
+        entry(sel("nvfp4", "h200"), GUIDE, TP8 | INDEXER_UNBACKED),
+    )
+    diff = diff_reports(base, head, base_label="a", head_label="b")
+    assert [c.kind for c in diff.changes] == ["flags-changed", "flags-changed"]
+    # The h200 combination was guide-only already, but now carries an unevidenced flag.
+    blocking = [c for c in diff.changes if c.blocking]
+    assert [(c.selection.hardware, c.block_reason) for c in blocking] == [
+        ("h200", "new-unevidenced-flag")
+    ]
+    assert blocking[0].flags.added == {"serve": {"attention_config.indexer_kv_dtype": "fp8"}}
+    (lens,) = diff.lens
+    assert (lens.key, lens.value, lens.evidenced, lens.unevidenced) == (
+        "attention_config.indexer_kv_dtype",
+        "fp8",
+        1,
+        1,
+    )
+    assert not diff.gate.passed
+
+
+def test_new_guide_only_blocks_unless_declared() -> None:
+    base = report(entry(sel("nvfp4", "b200"), REC, TP8))
+    new_sel = sel("nvfp4", "b200", ("spec_decoding",))
+    head = report(entry(sel("nvfp4", "b200"), REC, TP8), entry(new_sel, GUIDE, TP8))
+    diff = diff_reports(base, head, base_label="a", head_label="b")
+    assert [(c.kind, c.block_reason) for c in diff.changes] == [("new", "new-guide-only")]
+    declared = report(
+        entry(sel("nvfp4", "b200"), REC, TP8), entry(new_sel, GUIDE, TP8, declared_by="d1")
+    )
+    diff = diff_reports(base, declared, base_label="a", head_label="b")
+    assert diff.gate.passed and diff.gate.declared == 1
+
+
+def test_verdict_regression_and_removal() -> None:
+    base = report(entry(sel("nvfp4", "b200"), REC, TP8), entry(sel("mxfp8", "b200"), REC, TP8))
+    head = report(entry(sel("nvfp4", "b200"), GUIDE, TP8))
+    diff = diff_reports(base, head, base_label="a", head_label="b")
+    kinds = {(c.selection.variant, c.kind, c.block_reason) for c in diff.changes}
+    assert kinds == {("nvfp4", "verdict-changed", "regressed-verdict"), ("mxfp8", "removed", None)}
+    assert diff.summary.removed == 1 and diff.summary.verdict_changed == 1
+
+
+def test_guide_only_with_carried_unevidenced_flag_does_not_block() -> None:
+    base = report(entry(sel("nvfp4", "h200"), GUIDE, INDEXER_UNBACKED))
+    head = report(entry(sel("nvfp4", "h200"), GUIDE, INDEXER_UNBACKED | TP8))
+    diff = diff_reports(base, head, base_label="a", head_label="b")
+    # tensor_parallel_size is backed; the unbacked indexer was already there.
+    assert diff.gate.passed
+    assert diff.changes[0].kind == "flags-changed"
+
+
+def test_no_base_means_everything_new() -> None:
+    head = report(entry(sel("nvfp4", "b200"), REC, TP8), entry(sel("nvfp4", "h200"), GUIDE, TP8))
+    diff = diff_reports(None, head, base_label="-", head_label="b")
+    assert diff.summary.new == 2 and diff.gate.blocking == 1
