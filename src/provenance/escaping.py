@@ -1,0 +1,51 @@
+"""Escaping of untrusted values for every output surface.
+
+Flag values, PR titles, file paths and reasons come from pull requests. Before
+they reach a reviewer they are made inert:
+
+* :func:`terminal` — control characters (ANSI escape sequences, carriage
+  returns, bells, …) become visible ``\\xNN`` escapes; newlines become ``\\n``;
+* :func:`markdown_inline` — a value shown inside a markdown line (PR comment,
+  job summary, citations): HTML and markdown metacharacters are
+  backslash-escaped or entity-encoded, ``@mentions`` and ``#refs`` are broken
+  with a zero-width joiner so they notify no one, newlines are flattened;
+* :func:`markdown_code` — a value shown as inline code: wrapped in a backtick
+  fence longer than any backtick run inside it.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
+_MENTION = re.compile(r"@(?=[A-Za-z0-9])")
+_WORD_JOINER = "\u2060"
+
+
+def _visible(char: str) -> str:
+    return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+
+
+def terminal(value: object) -> str:
+    """Text safe to print on a terminal: no escape sequences, no line breaks."""
+    text = str(value).replace("\r\n", "\n").replace("\n", "\\n").replace("\t", " ")
+    return _CONTROL.sub(lambda m: _visible(m.group()), text)
+
+
+def markdown_inline(value: object) -> str:
+    """Text safe inside a markdown paragraph or table cell."""
+    text = terminal(value)
+    text = html.escape(text, quote=True)
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    return _MENTION.sub("@" + _WORD_JOINER, text)
+
+
+def markdown_code(value: object) -> str:
+    """Inline code span for ``value`` (flag names and values stay verbatim inside)."""
+    text = terminal(value)
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
