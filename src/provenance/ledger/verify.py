@@ -1,0 +1,422 @@
+"""``provenance verify``: is the ledger and its evidence store exactly what was recorded?
+
+Checks, in order:
+
+1. every ledger entry and the declarations file parse (InputError, exit 3, if not);
+2. every file of the evidence store: its name, its ``id`` field and the
+   SHA-256 of its content agree (else the record is *corrupt*);
+3. every record id a ledger entry cites resolves to a stored record (else the
+   reference is *dangling*); stored records no entry cites are *orphans*
+   (a warning: an interrupted ingest leaves them, they are harmless);
+4. with an InferenceX checkout (a git repository, bare or not, opened read
+   only): every cited blob exists at its commit with the recorded blob SHA,
+   and re-extracting the record from that commit gives the same record (else
+   it is *suspect*: the source changed since it was recorded).
+
+Re-extraction is an injectable callable ``reextract(record) -> record | None``
+so tests and other extractors can plug in; by default it is the InferenceX
+extractor (``provenance.evidence.inferencex.ingest.extract``) when present.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from provenance.errors import EXIT_INTEGRITY, EXIT_OK, InputError, UsageError
+from provenance.evidence.record import EvidenceRecord
+from provenance.ledger.ledger_dir import Ledger
+from provenance.ledger.model import LedgerEntry
+from provenance.ledger.store import EvidenceStore, is_record_id
+
+VERIFY_SCHEMA: Literal["provenance.verify/v1"] = "provenance.verify/v1"
+
+Reextract = Callable[[EvidenceRecord], EvidenceRecord | None]
+
+
+class Status(StrEnum):
+    OK = "ok"
+    SUSPECT = "suspect"
+    DANGLING = "dangling"
+    CORRUPT = "corrupt"
+
+
+_SEVERITY = {Status.OK: 0, Status.SUSPECT: 1, Status.DANGLING: 2, Status.CORRUPT: 3}
+
+
+def _worst(statuses: list[Status]) -> Status:
+    return max(statuses, key=_SEVERITY.__getitem__, default=Status.OK)
+
+
+class RecordCheck(BaseModel):
+    """The verdict on one evidence record (a stored file, or a cited id with no file)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str | None
+    path: str | None
+    status: Status
+    problems: tuple[str, ...] = ()
+    referenced_by: tuple[str, ...] = ()
+
+
+class EntryCheck(BaseModel):
+    """The verdict on one ledger entry (its references and cited blobs)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    pr: str
+    path: str
+    status: Status
+    problems: tuple[str, ...] = ()
+
+
+class VerifySummary(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    records: int
+    ok: int
+    suspect: int
+    corrupt: int
+    dangling: int
+    orphans: int
+    entries: int
+    entries_not_ok: int
+    declarations: int
+    blobs_checked: int = 0
+    reextracted: int = 0
+
+
+class VerifyReport(BaseModel):
+    """Outcome of ``provenance verify`` (JSON schema ``provenance.verify/v1``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    schema_: Literal["provenance.verify/v1"] = Field(default=VERIFY_SCHEMA, alias="schema")
+    ledger: str
+    evidence: str
+    inferencex: str | None = None
+    reextraction: Literal["done", "unavailable", "not-requested"] = "not-requested"
+    summary: VerifySummary
+    records: tuple[RecordCheck, ...]
+    entries: tuple[EntryCheck, ...]
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return all(r.status is Status.OK for r in self.records) and all(
+            e.status is Status.OK for e in self.entries
+        )
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if self.ok else EXIT_INTEGRITY
+
+
+# --------------------------------------------------------------------------
+# InferenceX checks
+
+
+class _GitBlobs:
+    """Read-only blob lookups in a git repository, cached per (commit, path)."""
+
+    def __init__(self, path: Path) -> None:
+        import git
+
+        try:
+            self.repo = git.Repo(path)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise InputError(
+                "not a git repository (need an InferenceX checkout)", path=path
+            ) from None
+        self._bad_object: tuple[type[BaseException], ...] = (
+            ValueError,
+            git.BadName,
+            git.BadObject,
+        )
+        self._cache: dict[tuple[str, str], str | None] = {}
+        self._commits: dict[str, bool] = {}
+        self.checked = 0
+
+    def has_commit(self, sha: str) -> bool:
+        known = self._commits.get(sha)
+        if known is None:
+            try:
+                self.repo.commit(sha)
+                known = True
+            except self._bad_object:
+                known = False
+            self._commits[sha] = known
+        return known
+
+    def problem(self, commit: str, path: str, blob_sha: str) -> str | None:
+        """``None`` when ``path`` at ``commit`` is the blob ``blob_sha``, else what differs."""
+        self.checked += 1
+        if not self.has_commit(commit):
+            return f"commit {commit} not found in the InferenceX checkout"
+        key = (commit, path)
+        if key not in self._cache:
+            try:
+                obj = self.repo.commit(commit).tree / path
+                self._cache[key] = obj.hexsha if obj.type == "blob" else None
+            except KeyError:
+                self._cache[key] = None
+        found = self._cache[key]
+        if found is None:
+            return f"{path} does not exist at {commit[:12]}"
+        if found != blob_sha:
+            return f"{path} at {commit[:12]} is blob {found[:12]}, recorded {blob_sha[:12]}"
+        return None
+
+
+def _content_diff(old: EvidenceRecord, new: EvidenceRecord) -> str:
+    before, after = old.content(), new.content()
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    return ", ".join(changed) or "id"
+
+
+def inferencex_reextractor(repo_path: Path) -> Reextract | None:
+    """The default re-extractor: InferenceX's extractor at the record's commit and config key.
+
+    ``None`` when the extractor is not part of this build. Results are cached
+    per (commit, config key); the re-extracted record with the same id is
+    returned, else the one for the same config key and hardware (so the
+    difference can be named), else ``None``.
+    """
+    try:
+        ingest: Any = importlib.import_module("provenance.evidence.inferencex.ingest")
+    except ModuleNotFoundError as exc:
+        if exc.name and "provenance.evidence.inferencex" in exc.name:
+            return None
+        raise
+    extract = getattr(ingest, "extract", None)
+    if extract is None:
+        return None
+    cache: dict[tuple[str, str], list[EvidenceRecord]] = {}
+
+    def reextract(record: EvidenceRecord) -> EvidenceRecord | None:
+        key = (record.source.commit, record.config_key)
+        if key not in cache:
+            result = extract(repo_path, record.source.commit, None, record.config_key, [])
+            cache[key] = [r.with_id() for r in result.records]
+        candidates = cache[key]
+        for candidate in candidates:
+            if candidate.id == record.id:
+                return candidate
+        for candidate in candidates:
+            if candidate.config_key == record.config_key and candidate.hardware == record.hardware:
+                return candidate
+        return None
+
+    return reextract
+
+
+# --------------------------------------------------------------------------
+# verify
+
+
+def verify(
+    ledger_root: Path,
+    evidence_root: Path,
+    inferencex: Path | None = None,
+    *,
+    reextract: Reextract | None = None,
+) -> VerifyReport:
+    """Verify a ledger directory and its evidence store (see the module docstring)."""
+    for kind, directory in (("ledger", ledger_root), ("evidence", evidence_root)):
+        if not Path(directory).is_dir():
+            raise UsageError(f"{kind} directory {directory} does not exist")
+    ledger = Ledger(ledger_root)
+    store = EvidenceStore(evidence_root)
+    warnings: list[str] = []
+
+    entry_paths = ledger.entry_paths()
+    entries: list[tuple[Path, LedgerEntry]] = [(p, ledger.load_entry_file(p)) for p in entry_paths]
+    declarations = ledger.declarations()
+
+    # Stored records -------------------------------------------------------
+    record_problems: dict[str, list[str]] = {}
+    record_status: dict[str, Status] = {}
+    record_paths: dict[str, str] = {}
+    stored: dict[str, EvidenceRecord] = {}
+    anonymous: list[RecordCheck] = []
+    for check in store.check_all():
+        if check.name_id is None:
+            anonymous.append(
+                RecordCheck(
+                    id=check.record.id if check.record else None,
+                    path=str(check.path),
+                    status=Status.CORRUPT,
+                    problems=(check.problem or "not a record file",),
+                )
+            )
+            continue
+        record_paths[check.name_id] = str(check.path)
+        if check.ok and check.record is not None:
+            record_status[check.name_id] = Status.OK
+            record_problems[check.name_id] = []
+            stored[check.name_id] = check.record
+        else:
+            record_status[check.name_id] = Status.CORRUPT
+            record_problems[check.name_id] = [check.problem or "invalid"]
+
+    # References -----------------------------------------------------------
+    referenced_by: dict[str, list[str]] = {}
+    entry_problems: dict[str, list[str]] = {}
+    entry_status: dict[str, list[Status]] = {}
+    for path, entry in entries:
+        name = str(path)
+        entry_problems[name] = []
+        entry_status[name] = [Status.OK]
+        for record_id in entry.records:
+            if not is_record_id(record_id):
+                entry_problems[name].append(f"cites {record_id!r}, which is not a record id")
+                entry_status[name].append(Status.DANGLING)
+                continue
+            referenced_by.setdefault(record_id, []).append(str(entry.pr))
+            if record_id not in record_status:
+                record_status[record_id] = Status.DANGLING
+                record_problems[record_id] = ["cited by the ledger but not in the evidence store"]
+                record_paths[record_id] = str(store.path_of(record_id))
+            status = record_status[record_id]
+            if status is not Status.OK:
+                entry_problems[name].append(f"cites {status.value} record {record_id}")
+                entry_status[name].append(status)
+
+    orphans = sorted(set(stored) - set(referenced_by))
+    for record_id in orphans:
+        warnings.append(f"orphan record {record_id}: no ledger entry cites it")
+    for temp in store.leftover_temp_files():
+        warnings.append(f"leftover temporary file from an interrupted write: {temp}")
+
+    # InferenceX -------------------------------------------------------------
+    blobs_checked = 0
+    reextracted = 0
+    reextraction: Literal["done", "unavailable", "not-requested"] = "not-requested"
+    if inferencex is not None:
+        blobs = _GitBlobs(inferencex)
+        if reextract is None:
+            reextract = inferencex_reextractor(inferencex)
+        if reextract is None:
+            reextraction = "unavailable"
+            warnings.append(
+                "re-extraction unavailable in this build: blobs were checked, "
+                "record contents were not re-derived"
+            )
+        else:
+            reextraction = "done"
+        for record_id, record in sorted(stored.items()):
+            problems = [
+                problem
+                for file in record.source.files
+                if (problem := blobs.problem(record.source.commit, file.path, file.blob_sha))
+            ]
+            if not problems and reextract is not None:
+                fresh = reextract(record)
+                reextracted += 1
+                if fresh is None:
+                    problems.append("re-extracting at its commit gives no such record")
+                elif fresh.with_id().id != record_id:
+                    problems.append(
+                        "re-extracting at its commit gives a different record "
+                        f"({fresh.with_id().id}; differs in {_content_diff(record, fresh)})"
+                    )
+            if problems:
+                record_status[record_id] = Status.SUSPECT
+                record_problems[record_id].extend(problems)
+        for path, entry in entries:
+            name = str(path)
+            for file in entry.files:
+                if problem := blobs.problem(file.commit, file.path, file.blob_sha):
+                    entry_problems[name].append(problem)
+                    entry_status[name].append(Status.SUSPECT)
+            if entry.merge_commit and not blobs.has_commit(entry.merge_commit):
+                entry_problems[name].append(
+                    f"merge commit {entry.merge_commit} not found in the InferenceX checkout"
+                )
+                entry_status[name].append(Status.SUSPECT)
+        blobs_checked = blobs.checked
+
+    records = [
+        RecordCheck(
+            id=record_id,
+            path=record_paths.get(record_id),
+            status=record_status[record_id],
+            problems=tuple(record_problems[record_id]),
+            referenced_by=tuple(sorted(set(referenced_by.get(record_id, [])))),
+        )
+        for record_id in sorted(record_status)
+    ]
+    records.extend(anonymous)
+    entry_checks = [
+        EntryCheck(
+            pr=str(entry.pr),
+            path=str(path),
+            status=_worst(entry_status[str(path)]),
+            problems=tuple(entry_problems[str(path)]),
+        )
+        for path, entry in entries
+    ]
+
+    def count(status: Status) -> int:
+        return sum(1 for r in records if r.status is status)
+
+    summary = VerifySummary(
+        records=len(records),
+        ok=count(Status.OK),
+        suspect=count(Status.SUSPECT),
+        corrupt=count(Status.CORRUPT),
+        dangling=count(Status.DANGLING),
+        orphans=len(orphans),
+        entries=len(entry_checks),
+        entries_not_ok=sum(1 for e in entry_checks if e.status is not Status.OK),
+        declarations=len(declarations.declarations),
+        blobs_checked=blobs_checked,
+        reextracted=reextracted,
+    )
+    return VerifyReport(
+        ledger=str(ledger_root),
+        evidence=str(evidence_root),
+        inferencex=str(inferencex) if inferencex is not None else None,
+        reextraction=reextraction,
+        summary=summary,
+        records=tuple(records),
+        entries=tuple(entry_checks),
+        warnings=tuple(warnings),
+    )
+
+
+def render_text(report: VerifyReport) -> str:
+    """A plain-text report for people; control characters in values are escaped."""
+    s = report.summary
+    lines = [
+        f"ledger {report.ledger}: {s.entries} entries, {s.declarations} declarations",
+        f"evidence {report.evidence}: {s.records} records - {s.ok} ok, {s.suspect} suspect, "
+        f"{s.corrupt} corrupt, {s.dangling} dangling; {s.orphans} orphans",
+    ]
+    if report.inferencex is not None:
+        lines.append(
+            f"inferencex {report.inferencex}: {s.blobs_checked} blobs checked, "
+            f"{s.reextracted} records re-extracted (re-extraction {report.reextraction})"
+        )
+    for record in report.records:
+        if record.status is not Status.OK:
+            cited = f" (cited by {', '.join(record.referenced_by)})" if record.referenced_by else ""
+            lines.append(f"{record.status.value.upper()} {record.id or record.path}{cited}")
+            lines.extend(f"  - {problem}" for problem in record.problems)
+    for entry in report.entries:
+        if entry.status is not Status.OK:
+            lines.append(f"{entry.status.value.upper()} ledger entry {entry.pr} ({entry.path})")
+            lines.extend(f"  - {problem}" for problem in entry.problems)
+    lines.extend(f"warning: {warning}" for warning in report.warnings)
+    lines.append("verify: OK" if report.ok else "verify: FAILED (integrity)")
+    return "\n".join(_printable(line) for line in lines) + "\n"
+
+
+def _printable(text: str) -> str:
+    return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
