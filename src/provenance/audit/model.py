@@ -150,6 +150,7 @@ class AuditReport(BaseModel):
     schema_: Literal["provenance.audit/v1"] = Field(default=AUDIT_SCHEMA, alias="schema")
     tool_version: str
     recipes: tuple[str, ...]
+    recipe_files: dict[str, str] = Field(default_factory=dict)
     ledger: str | None = None
     offline: bool = True
     notices: tuple[str, ...] = ()
