@@ -76,7 +76,7 @@ def test_ensure_directory_is_idempotent(tmp_path: Path) -> None:
 
 
 def _interrupt_every_step(
-    monkeypatch: pytest.MonkeyPatch, write: Callable[[], None], check: Callable[[bool], None]
+    monkeypatch: pytest.MonkeyPatch, write: Callable[[], object], check: Callable[[bool], None]
 ) -> int:
     """Run ``write`` failing at step 1, 2, ... until it succeeds; ``check(replaced)`` after each.
 
@@ -167,5 +167,5 @@ def test_interrupted_record_put_leaves_store_consistent(
         if replaced:
             store.path_of(record.compute_id()).unlink()
 
-    steps = _interrupt_every_step(monkeypatch, lambda: store.put(record) and None, check)
+    steps = _interrupt_every_step(monkeypatch, lambda: store.put(record), check)
     assert steps >= 8

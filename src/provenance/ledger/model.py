@@ -105,6 +105,9 @@ class SweepRun(BaseModel):
     evals: tuple[EvalScore, ...] = ()
     source: str
     recorded: dt.date | None = None
+    #: Successful benchmark / eval jobs (check-runs) of the run, when counted via the API.
+    benchmark_jobs: int | None = Field(default=None, ge=0)
+    eval_jobs: int | None = Field(default=None, ge=0)
 
     @field_validator("head_sha")
     @classmethod

@@ -26,9 +26,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
+from gitdb.exc import BadName, BadObject
 from pydantic import BaseModel, ConfigDict, Field
 
-from provenance.errors import EXIT_INTEGRITY, EXIT_OK, InputError, UsageError
+from provenance.errors import EXIT_INTEGRITY, EXIT_OK, UsageError
+from provenance.escaping import terminal
 from provenance.evidence.record import EvidenceRecord
 from provenance.ledger.ledger_dir import Ledger
 from provenance.ledger.model import LedgerEntry
@@ -126,33 +128,28 @@ class _GitBlobs:
     """Read-only blob lookups in a git repository, cached per (commit, path)."""
 
     def __init__(self, path: Path) -> None:
-        import git
+        from provenance.gitread import open_repo
 
-        try:
-            self.repo = git.Repo(path)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise InputError(
-                "not a git repository (need an InferenceX checkout)", path=path
-            ) from None
-        self._bad_object: tuple[type[BaseException], ...] = (
-            ValueError,
-            git.BadName,
-            git.BadObject,
-        )
+        self.repo = open_repo(path)
         self._cache: dict[tuple[str, str], str | None] = {}
-        self._commits: dict[str, bool] = {}
+        self._commits: dict[str, Any] = {}
         self.checked = 0
 
-    def has_commit(self, sha: str) -> bool:
-        known = self._commits.get(sha)
-        if known is None:
+    def commit(self, sha: str) -> Any:
+        """The commit object, or ``None`` when the repository does not have it."""
+        if sha not in self._commits:
+            from provenance.gitread import resolve_commit
+
             try:
-                self.repo.commit(sha)
-                known = True
-            except self._bad_object:
-                known = False
-            self._commits[sha] = known
-        return known
+                found = resolve_commit(self.repo, sha)
+                _ = found.tree  # a full SHA resolves lazily: make git read the object now
+                self._commits[sha] = found
+            except (UsageError, ValueError, BadName, BadObject):
+                self._commits[sha] = None
+        return self._commits[sha]
+
+    def has_commit(self, sha: str) -> bool:
+        return self.commit(sha) is not None
 
     def problem(self, commit: str, path: str, blob_sha: str) -> str | None:
         """``None`` when ``path`` at ``commit`` is the blob ``blob_sha``, else what differs."""
@@ -162,7 +159,7 @@ class _GitBlobs:
         key = (commit, path)
         if key not in self._cache:
             try:
-                obj = self.repo.commit(commit).tree / path
+                obj = self.commit(commit).tree / path
                 self._cache[key] = obj.hexsha if obj.type == "blob" else None
             except KeyError:
                 self._cache[key] = None
@@ -415,8 +412,4 @@ def render_text(report: VerifyReport) -> str:
             lines.extend(f"  - {problem}" for problem in entry.problems)
     lines.extend(f"warning: {warning}" for warning in report.warnings)
     lines.append("verify: OK" if report.ok else "verify: FAILED (integrity)")
-    return "\n".join(_printable(line) for line in lines) + "\n"
-
-
-def _printable(text: str) -> str:
-    return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
+    return "\n".join(terminal(line) for line in lines) + "\n"

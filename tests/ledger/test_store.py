@@ -1,0 +1,133 @@
+"""The content-addressed evidence store: round trips, idempotence, tamper detection."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import Workspace
+from ledger_factories import make_record
+
+from provenance.errors import IntegrityError
+from provenance.ledger.store import EvidenceStore, RecordNotFoundError, record_file_bytes
+
+
+def test_put_get_round_trip(workspace: Workspace) -> None:
+    store = workspace.store
+    record = make_record(0)
+    record_id, written = store.put(record)
+    assert written
+    assert record_id == record.compute_id()
+    path = store.path_of(record_id)
+    digest = record_id.removeprefix("sha256:")
+    assert path == workspace.evidence_root / digest[:2] / f"{digest[2:]}.json"
+    assert store.get(record_id) == record.with_id()
+    assert store.ids() == [record_id]
+    assert list(store.iter_records()) == [record.with_id()]
+    assert record_id in store
+    # pretty canonical JSON including the id
+    data = json.loads(path.read_bytes())
+    assert data["id"] == record_id
+    assert path.read_bytes() == record_file_bytes(record.with_id())
+
+
+def test_put_is_idempotent(workspace: Workspace) -> None:
+    store = workspace.store
+    first = store.put(make_record(1))
+    before = store.path_of(first[0]).stat().st_mtime_ns
+    assert store.put(make_record(1)) == (first[0], False)
+    assert store.put(make_record(1).with_id()) == (first[0], False)
+    assert store.path_of(first[0]).stat().st_mtime_ns == before
+    assert len(store.ids()) == 1
+
+
+def test_put_repairs_a_damaged_file(workspace: Workspace) -> None:
+    store = workspace.store
+    record_id, _ = store.put(make_record(2))
+    store.path_of(record_id).write_text("{}")
+    assert store.put(make_record(2)) == (record_id, True)
+    assert store.get(record_id) == make_record(2).with_id()
+
+
+def test_get_detects_a_modified_value(workspace: Workspace) -> None:
+    store = workspace.store
+    record_id, _ = store.put(make_record(3))
+    path = store.path_of(record_id)
+    text = path.read_text().replace('"kv_cache_dtype": "fp8"', '"kv_cache_dtype": "auto"')
+    path.write_text(text)
+    with pytest.raises(IntegrityError, match="modified"):
+        store.get(record_id)
+    with pytest.raises(IntegrityError, match="modified"):
+        store.load_all()
+    check = store.check_file(path)
+    assert not check.ok
+
+
+def test_get_detects_a_renamed_file(workspace: Workspace) -> None:
+    store = workspace.store
+    record_id, _ = store.put(make_record(4))
+    other_id = "sha256:" + "0" * 64
+    target = store.path_of(other_id)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    store.path_of(record_id).rename(target)
+    with pytest.raises(IntegrityError, match="does not match the file name"):
+        store.get(other_id)
+    with pytest.raises(RecordNotFoundError):
+        store.get(record_id)
+
+
+def test_id_field_rewritten_to_match_name_is_still_caught(workspace: Workspace) -> None:
+    store = workspace.store
+    record_id, _ = store.put(make_record(5))
+    forged_id = "sha256:" + "f" * 64
+    data = json.loads(store.path_of(record_id).read_bytes())
+    data["id"] = forged_id
+    target = store.path_of(forged_id)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(data))
+    with pytest.raises(IntegrityError, match="hashes to"):
+        store.get(forged_id)
+
+
+@pytest.mark.parametrize("content", [b"", b"not json", b"[1, 2]", b'{"id": 1}', b"\xff\xfe"])
+def test_garbage_files_are_integrity_errors(workspace: Workspace, content: bytes) -> None:
+    store = workspace.store
+    record_id = "sha256:" + "a" * 64
+    path = store.path_of(record_id)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content)
+    with pytest.raises(IntegrityError):
+        store.get(record_id)
+    with pytest.raises(IntegrityError):
+        store.load_all()
+
+
+def test_bad_ids_are_refused(workspace: Workspace) -> None:
+    for bad in ("", "sha256:abc", "md5:" + "a" * 64, "sha256:" + "A" * 64, "../../etc/passwd"):
+        with pytest.raises(IntegrityError, match="not a record id"):
+            workspace.store.get(bad)
+
+
+def test_load_all_matches_get(workspace: Workspace) -> None:
+    store = workspace.store
+    ids = [store.put(make_record(i))[0] for i in range(50)]
+    loaded = store.load_all()
+    assert sorted(loaded) == sorted(ids)
+    assert all(loaded[i] == store.get(i) for i in ids)
+
+
+def test_temp_files_are_invisible_to_readers(workspace: Workspace) -> None:
+    store = workspace.store
+    record_id, _ = store.put(make_record(6))
+    leftover = store.path_of(record_id).parent / ".abc.json.123.deadbeef.tmp"
+    leftover.write_text("{half")
+    assert store.ids() == [record_id]
+    assert list(store.load_all()) == [record_id]
+    assert store.leftover_temp_files() == [leftover]
+
+
+def test_missing_store_is_empty(tmp_path: Path) -> None:
+    store = EvidenceStore(tmp_path / "nowhere")
+    assert store.ids() == []
+    assert store.load_all() == {}
