@@ -1,0 +1,544 @@
+"""A self-contained HTML page of an audit: where a recipe is backed by evidence.
+
+``render_html(report)`` returns one page with no external assets and no network
+access (a Content-Security-Policy admits only the page's own inline script and
+style, by hash). The audit data is embedded once, as JSON, in a
+``<script type="application/json">`` element and rendered by a small vanilla
+script (``html_assets/report.js``) that inserts every value with
+``textContent`` and builds every link from a URL computed and checked here.
+
+The embedded data is compact, so a full cross-product (tens of thousands of
+combinations) stays small:
+
+* every string appears once, in a string table ``s``; everything else refers
+  to it by index (``-1`` stands for ``None``);
+* flags, evidence references, reasons, nearest-evidence points and role sets
+  are tables of distinct rows, referred to by index;
+* a selection is split into its *shape* (everything but the features) and its
+  *feature set*; both are table rows, and a selection is the integer
+  ``shape * len(features) + feature_set``;
+* the selections of one verdict group are the sorted integers, run-length
+  encoded as ``[gap, run, gap, run, ...]``.
+
+The page layout is described in ``docs/report.md``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import re
+from collections.abc import Hashable, Mapping, Sequence
+from enum import StrEnum
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from provenance.audit.model import (
+    AuditReport,
+    EvidenceRef,
+    FlagProvenance,
+    NearestEvidence,
+    Reason,
+    RoleFlags,
+    VerdictEntry,
+    VerdictKind,
+)
+from provenance.ledger.model import SweepRun
+from provenance.recipes.combination import PdPool, PdSelection, Selection
+
+if TYPE_CHECKING:
+    from provenance.review.diff import DiffReport
+
+#: Version of the embedded data layout (read by ``report.js``).
+DATA_VERSION = 1
+
+_GITHUB = "https://github.com/"
+_PR_REF = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)#(?P<number>[1-9][0-9]*)$")
+_REPO = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_LABEL_SEPARATOR = " · "
+_PD_LABEL = re.compile(r"^P(?P<pn>[0-9]+)n-(?P<pp>[^/]+)/D(?P<dn>[0-9]+)n-(?P<dp>.+)$")
+_NODES_LABEL = re.compile(r"^(?P<n>[0-9]+)n$")
+
+FAMILY_ORDER = ("single-node", "multi-node", "pd_cluster")
+
+
+class ChangeKind(StrEnum):
+    """How one selection changed between the base and the head of a diff."""
+
+    NEW = "new"
+    REMOVED = "removed"
+    VERDICT_CHANGED = "verdict-changed"
+    FLAGS_CHANGED = "flags-changed"
+
+
+class HtmlDiff(BaseModel):
+    """Changes to highlight: selection label (``Selection.label()``) -> change kind.
+
+    Removed selections are no longer in the report: the page places each in its
+    cell from ``removed`` (the selections themselves) or, failing that, by
+    parsing its label; a label it cannot place is listed above the matrices.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base: str = ""
+    head: str = ""
+    changes: dict[str, ChangeKind] = Field(default_factory=dict)
+    removed: tuple[Selection, ...] = ()
+
+    @classmethod
+    def from_review(cls, review: DiffReport) -> HtmlDiff:
+        """The changes of a base/head audit diff (``provenance.review.diff``)."""
+        changes = {c.selection.label(): ChangeKind(c.kind) for c in review.changes}
+        removed = tuple(c.selection for c in review.changes if c.kind == "removed")
+        return cls(base=review.base, head=review.head, changes=changes, removed=removed)
+
+
+class _Table:
+    """Distinct rows, each given the index of its first appearance."""
+
+    def __init__(self) -> None:
+        self.rows: list[Any] = []
+        self._index: dict[Hashable, int] = {}
+
+    def add(self, row: Hashable) -> int:
+        found = self._index.get(row)
+        if found is None:
+            found = len(self.rows)
+            self._index[row] = found
+            self.rows.append(row)
+        return found
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+def family_of(strategy: str | None) -> str:
+    """The strategy family a matrix is drawn for: single-node, multi-node, pd_cluster, or other."""
+    if strategy is None:
+        return "omni"
+    if strategy.startswith("single_node"):
+        return "single-node"
+    if strategy.startswith("multi_node"):
+        return "multi-node"
+    if strategy.startswith("pd_cluster"):
+        return "pd_cluster"
+    return strategy
+
+
+def shape_column(selection: Selection) -> str:
+    """The matrix column of a selection in the (default) *deployment shape* layout."""
+    if selection.pd is not None:
+        label = f"P {selection.pd.prefill.parallelism} / D {selection.pd.decode.parallelism}"
+    else:
+        strategy = selection.strategy or "omni"
+        prefix = family_of(selection.strategy).replace("-", "_") + "_"
+        label = strategy.removeprefix(prefix) or strategy
+        if selection.node_count is not None and selection.node_count != 1:
+            label += f" · {selection.node_count}n"
+    if selection.kv_offload:
+        label += f" · kv={selection.kv_offload}"
+        if selection.kv_instances is not None:
+            label += f"×{selection.kv_instances}"
+    return label
+
+
+def _feature_parts(selection: Selection) -> list[str]:
+    parts = []
+    for feature in selection.features:
+        mode = selection.feature_modes.get(feature)
+        parts.append(f"+{feature}={mode}" if mode else f"+{feature}")
+    return parts
+
+
+def pr_url(ref: str) -> str | None:
+    """``OWNER/REPO#N`` -> the pull request's URL on GitHub, or None when not such a ref."""
+    match = _PR_REF.match(ref)
+    if match is None:
+        return None
+    return f"{_GITHUB}{match['repo']}/pull/{match['number']}"
+
+
+def run_url(run: SweepRun, pr: str) -> str | None:
+    """A sweep run's URL: its recorded URL when on GitHub, else built from the PR's repo."""
+    if run.url and run.url.startswith(_GITHUB) and _safe_url(run.url):
+        return run.url
+    match = _PR_REF.match(pr)
+    repo = match["repo"] if match else None
+    if repo is None or not _REPO.match(repo):
+        return None
+    url = f"{_GITHUB}{repo}/actions/runs/{run.run_id}"
+    if run.attempt > 1:
+        url += f"/attempts/{run.attempt}"
+    return url
+
+
+def _safe_url(url: str) -> bool:
+    return re.fullmatch(r"https://github\.com/[A-Za-z0-9._~/%#?=&+-]*", url) is not None
+
+
+def parse_label(label: str) -> Selection | None:
+    """Invert ``Selection.label()`` (best effort, for removed selections of a diff)."""
+    parts = label.split(_LABEL_SEPARATOR)
+    if len(parts) < 3 or not all(parts[:3]):
+        return None
+    variant, hardware, strategy = parts[:3]
+    node_count: int | None = None
+    pd: PdSelection | None = None
+    kv: str | None = None
+    features: list[str] = []
+    modes: dict[str, str | None] = {}
+    for part in parts[3:]:
+        pd_match = _PD_LABEL.match(part)
+        nodes_match = _NODES_LABEL.match(part)
+        if pd_match and pd is None and not features:
+            pd = PdSelection(
+                prefill=PdPool(nodes=int(pd_match["pn"]), parallelism=pd_match["pp"]),
+                decode=PdPool(nodes=int(pd_match["dn"]), parallelism=pd_match["dp"]),
+            )
+        elif nodes_match and node_count is None and not features:
+            node_count = int(nodes_match["n"])
+        elif part.startswith("kv=") and kv is None and not features:
+            kv = part[3:]
+        elif part.startswith("+") and len(part) > 1:
+            name, _, mode = part[1:].partition("=")
+            features.append(name)
+            modes[name] = mode or None
+        else:
+            return None
+    return Selection(
+        variant=variant,
+        hardware=hardware,
+        strategy=strategy,
+        node_count=node_count,
+        pd=pd,
+        kv_offload=kv,
+        features=tuple(features),
+        feature_modes={k: v for k, v in modes.items() if v is not None},
+    )
+
+
+class _Encoder:
+    """Builds the compact page data from an AuditReport (see the module docstring)."""
+
+    def __init__(self, sweeps: Mapping[str, Sequence[SweepRun]]) -> None:
+        self.strings = _Table()
+        self.prs = _Table()
+        self.runs = _Table()
+        self.evrefs = _Table()
+        self.flags = _Table()
+        self.rolesets = _Table()
+        self.reasons = _Table()
+        self.nearest = _Table()
+        self.shapes = _Table()
+        self.features = _Table()
+        self.recipes = _Table()
+        self._sweeps = sweeps
+        self._pr_index: dict[str, int] = {}
+
+    # scalars ------------------------------------------------------------------
+    def s(self, text: str | None) -> int:
+        return -1 if text is None else self.strings.add(text)
+
+    def pr(self, ref: str) -> int:
+        found = self._pr_index.get(ref)
+        if found is not None:
+            return found
+        runs = tuple(
+            self.runs.add(
+                (run.run_id, run.attempt, self.s(run.conclusion), self.s(run_url(run, ref)))
+            )
+            for run in self._sweeps.get(ref, ())
+        )
+        found = self.prs.add((self.s(ref), self.s(pr_url(ref)), runs))
+        self._pr_index[ref] = found
+        return found
+
+    def pr_list(self, refs: Sequence[str]) -> tuple[int, ...]:
+        return tuple(self.pr(ref) for ref in refs)
+
+    # structures ---------------------------------------------------------------
+    def evref(self, ref: EvidenceRef) -> int:
+        return self.evrefs.add((self.s(ref.record), self.pr_list(ref.prs)))
+
+    def flag(self, flag: FlagProvenance) -> int:
+        evidence = tuple(self.evref(ref) for ref in flag.evidence)
+        return self.flags.add((self.s(flag.key), self.s(flag.value), self.s(flag.cls), evidence))
+
+    def roleset(self, roles: Sequence[RoleFlags]) -> int:
+        rows = tuple(
+            (
+                self.s(role.role),
+                -1 if role.node_rank is None else role.node_rank,
+                tuple(self.flag(f) for f in role.flags),
+            )
+            for role in roles
+        )
+        return self.rolesets.add(rows)
+
+    def reason(self, reason: Reason) -> int:
+        return self.reasons.add(
+            (
+                self.s(reason.code.value),
+                self.s(reason.role),
+                self.s(reason.flag),
+                self.s(reason.recipe_value),
+                self.s(reason.evidence_value),
+                tuple(self.s(source) for source in reason.sources),
+                self.s(reason.detail),
+                tuple(self.pr(src) for src in reason.sources if _PR_REF.match(src)),
+            )
+        )
+
+    def near(self, point: NearestEvidence) -> int:
+        return self.nearest.add(
+            (
+                self.s(point.record),
+                self.s(point.config_key),
+                self.pr_list(point.prs),
+                self.s(point.role),
+                point.distance,
+                tuple((self.s(k), self.s(v)) for k, v in sorted(point.only_recipe.items())),
+                tuple((self.s(k), self.s(v)) for k, v in sorted(point.only_evidence.items())),
+                tuple(
+                    (self.s(k), self.s(a), self.s(b)) for k, (a, b) in sorted(point.changed.items())
+                ),
+            )
+        )
+
+    def shape(self, recipe: str, selection: Selection) -> int:
+        # Selection.label() without its feature parts: shape label + feature suffix == label().
+        parts = selection.label().split(_LABEL_SEPARATOR)
+        label = _LABEL_SEPARATOR.join(parts[:3] + [p for p in parts[3:] if not p.startswith("+")])
+        return self.shapes.add(
+            (
+                self.recipes.add(recipe),
+                self.s(selection.variant),
+                self.s(selection.hardware),
+                self.s(family_of(selection.strategy)),
+                self.s(shape_column(selection)),
+                self.s(label),
+            )
+        )
+
+    def feature_set(self, selection: Selection) -> int:
+        parts = _feature_parts(selection)
+        column = " ".join(parts) if parts else "(no features)"
+        suffix = "".join(_LABEL_SEPARATOR + p for p in parts)
+        return self.features.add((self.s(column), self.s(suffix)))
+
+
+def _runs(codes: list[int]) -> list[int]:
+    """Sorted distinct integers as ``[gap, run, gap, run, ...]`` (gap: from the last run's end)."""
+    out: list[int] = []
+    previous_end = 0
+    start: int | None = None
+    last = 0
+    for code in sorted(set(codes)):
+        if start is not None and code == last + 1:
+            last = code
+            continue
+        if start is not None:
+            out += [start - previous_end, last - start + 1]
+            previous_end = last + 1
+        start = last = code
+    if start is not None:
+        out += [start - previous_end, last - start + 1]
+    return out
+
+
+def _selections_of(entry: VerdictEntry) -> tuple[Selection, ...]:
+    found: list[Selection] = []
+    if entry.selection is not None:
+        found.append(entry.selection)
+    if entry.selections:
+        found.extend(entry.selections)
+    return tuple(found)
+
+
+def build_page_data(
+    report: AuditReport,
+    *,
+    diff: HtmlDiff | None = None,
+    sweeps: Mapping[str, Sequence[SweepRun]] | None = None,
+) -> dict[str, Any]:
+    """The JSON-able data the page script renders (layout in the module docstring)."""
+    enc = _Encoder(sweeps or {})
+    for recipe in report.recipes:
+        enc.recipes.add(recipe)
+
+    # Pass 1: groups with an identical outcome share one entry row; collect
+    # their (shape, feature set) pairs.
+    group_rows = _Table()
+    group_pairs: dict[int, list[tuple[int, int]]] = {}
+    label_pairs: dict[str, tuple[int, int]] = {}
+    for entry in report.verdicts:
+        row = (
+            enc.recipes.add(entry.recipe),
+            0 if entry.verdict is VerdictKind.RECOMMENDED else 1,
+            enc.roleset(entry.roles),
+            tuple(enc.reason(r) for r in entry.reasons),
+            tuple(enc.near(n) for n in entry.nearest),
+            tuple(enc.evref(e) for e in entry.evidence),
+            enc.s(entry.declared_by),
+        )
+        group = group_rows.add(row)
+        pairs = group_pairs.setdefault(group, [])
+        for selection in _selections_of(entry):
+            shape_feat = (enc.shape(entry.recipe, selection), enc.feature_set(selection))
+            pairs.append(shape_feat)
+            if diff is not None:
+                label_pairs[selection.label()] = shape_feat
+
+    # Diff: changed selections found in the report, removed ones placed by their label.
+    marks: list[tuple[int, int, int]] = []
+    unplaced: list[tuple[int, int]] = []
+    if diff is not None:
+        default_recipe = report.recipes[0] if report.recipes else ""
+        removed = {s.label(): s for s in diff.removed}
+        for label, kind in sorted(diff.changes.items()):
+            pair: tuple[int, int] | None = label_pairs.get(label)
+            if pair is None and kind is ChangeKind.REMOVED:
+                parsed = removed.get(label) or parse_label(label)
+                if parsed is not None:
+                    pair = (enc.shape(default_recipe, parsed), enc.feature_set(parsed))
+            if pair is None:
+                unplaced.append((enc.s(label), enc.s(kind.value)))
+            else:
+                marks.append((pair[0], pair[1], enc.s(kind.value)))
+
+    width = max(len(enc.features), 1)
+    groups = []
+    combinations = 0
+    for index, row in enumerate(group_rows.rows):
+        codes = [shape * width + feat for shape, feat in group_pairs.get(index, [])]
+        combinations += len(set(codes))
+        groups.append([*row, _runs(codes)])
+
+    data: dict[str, Any] = {
+        "v": DATA_VERSION,
+        "meta": {
+            "tool_version": enc.s(report.tool_version),
+            "ledger": enc.s(report.ledger),
+            "offline": report.offline,
+            "notices": [enc.s(n) for n in report.notices],
+            "summary": report.summary.model_dump(mode="json"),
+            "combinations": combinations,
+        },
+        "recipes": [enc.s(r) for r in enc.recipes.rows],
+        "families": list(FAMILY_ORDER),
+        "nf": width,
+        "shapes": enc.shapes.rows,
+        "features": enc.features.rows,
+        "groups": groups,
+        "rolesets": enc.rolesets.rows,
+        "flags": enc.flags.rows,
+        "evrefs": enc.evrefs.rows,
+        "reasons": enc.reasons.rows,
+        "nearest": enc.nearest.rows,
+        "reverse": [
+            (
+                enc.s(r.record),
+                enc.s(r.config_key),
+                enc.pr_list(r.prs),
+                enc.s(r.status),
+                r.combinations,
+                enc.s(None if r.example is None else r.example.label()),
+                enc.s(r.why),
+            )
+            for r in report.reverse
+        ],
+        "claims": [
+            (enc.s(c.recipe), enc.s(c.hardware), enc.s(c.claim), c.recommended, enc.s(c.detail))
+            for c in report.claims
+        ],
+        "diff": None
+        if diff is None
+        else {
+            "base": enc.s(diff.base),
+            "head": enc.s(diff.head),
+            "marks": marks,
+            "unplaced": unplaced,
+        },
+    }
+    # The string table last: every field above has added its strings by now.
+    data["prs"] = enc.prs.rows
+    data["runs"] = enc.runs.rows
+    data["s"] = enc.strings.rows
+    return data
+
+
+def embed_json(data: Any) -> str:
+    """JSON that is safe inside a ``<script>`` element: no ``<``, ``>`` or ``&`` appear raw.
+
+    Escaping every ``<`` rules out both ``</script`` and ``<!--``; JSON.parse
+    reads the ``\\u003c`` escapes back as the original characters.
+    """
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def _asset(name: str) -> str:
+    text = resources.files("provenance.report").joinpath("html_assets", name).read_text("utf-8")
+    if "</" in text or "<!--" in text:
+        # An inline asset must not be able to close its own element.
+        raise ValueError(f"html asset {name} contains '</' or '<!--'")
+    return text
+
+
+def _csp_hash(text: str) -> str:
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+def render_html(
+    report: AuditReport,
+    *,
+    diff: HtmlDiff | None = None,
+    sweeps: Mapping[str, Sequence[SweepRun]] | None = None,
+) -> str:
+    """One self-contained HTML page for ``report``.
+
+    ``diff`` highlights changed selections; ``sweeps`` maps a PR ref
+    (``OWNER/REPO#N``) to its sweep runs, linked next to the evidence.
+    """
+    data = build_page_data(report, diff=diff, sweeps=sweeps)
+    css = _asset("report.css")
+    script = _asset("report.js")
+    csp = (
+        "default-src 'none'; "
+        f"style-src {_csp_hash(css)}; "
+        f"script-src {_csp_hash(script)}; "
+        "img-src data:; base-uri 'none'; form-action 'none'"
+    )
+    recipes = ", ".join(report.recipes) or "no recipe"
+    title = f"provenance audit: {recipes}"
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp)}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="referrer" content="no-referrer">\n'
+        f"<title>{html.escape(title)}</title>\n"
+        f"<style>{css}</style>\n</head>\n<body>\n"
+        '<a class="skip" href="#matrices">Skip to the matrices</a>\n'
+        f"<header><h1>{html.escape(title)}</h1></header>\n"
+        '<main id="app" aria-busy="true">'
+        "<noscript><p>This page needs JavaScript to draw the evidence matrix. The data is "
+        "in the JSON element <code>provenance-data</code>; <code>provenance audit "
+        "--format json</code> gives the same audit as JSON.</p></noscript></main>\n"
+        '<script type="application/json" id="provenance-data">'
+        f"{embed_json(data)}</script>\n"
+        f"<script>{script}</script>\n"
+        "</body>\n</html>\n"
+    )

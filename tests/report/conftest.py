@@ -1,0 +1,293 @@
+"""Hand-made audit reports for the HTML renderer's tests (shaped like MiniMax-M3's audit)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from provenance.audit.model import (
+    AuditReport,
+    AuditSummary,
+    Claim,
+    EvidenceRef,
+    FlagProvenance,
+    NearestEvidence,
+    Reason,
+    ReasonCode,
+    ReverseEntry,
+    RoleFlags,
+    VerdictEntry,
+    VerdictKind,
+)
+from provenance.ledger.model import SweepRun
+from provenance.recipes.combination import PdPool, PdSelection, Selection
+
+RECIPE = "MiniMaxAI/MiniMax-M3"
+IX = "SemiAnalysisAI/InferenceX"
+REC_2120 = "a1" * 32
+REC_2314 = "b2" * 32
+REC_2310 = "c3" * 32
+REC_1834 = "d4" * 32
+#: A value that would run script if any part of the page inserted it as markup.
+HOSTILE = '</script><script>window.__pwned=1</script><img src=x onerror="window.__pwned=2"><!--'
+#: The reason detail of the guide-only EAGLE3 combination the browser test looks for.
+EAGLE_DETAIL = "Both validated InferenceX MTP launchers omit that flag"
+
+
+def sel(
+    variant: str,
+    hardware: str,
+    strategy: str = "single_node_tp",
+    *,
+    nodes: int | None = 1,
+    features: tuple[str, ...] = (),
+    modes: dict[str, str | None] | None = None,
+    pd: tuple[int, str, int, str] | None = None,
+) -> Selection:
+    return Selection(
+        variant=variant,
+        hardware=hardware,
+        strategy=strategy,
+        node_count=None if pd else nodes,
+        pd=None
+        if pd is None
+        else PdSelection(
+            prefill=PdPool(nodes=pd[0], parallelism=pd[1]),
+            decode=PdPool(nodes=pd[2], parallelism=pd[3]),
+        ),
+        features=features,
+        feature_modes=modes or {},
+    )
+
+
+def flag(key: str, value: str, *records: tuple[str, str]) -> FlagProvenance:
+    return FlagProvenance(
+        key=key,
+        value=value,
+        cls="major",
+        evidence=tuple(EvidenceRef(record=r, prs=(f"{IX}#{pr}",)) for r, pr in records),
+    )
+
+
+NVFP4_SERVE = (
+    flag("attention_config.indexer_kv_dtype", "fp8", (REC_2120, "2120")),
+    flag("kv_cache_dtype", "fp8", (REC_2120, "2120")),
+    flag("tensor_parallel_size", "8", (REC_2120, "2120")),
+)
+
+
+def sample_report() -> AuditReport:
+    eagle = {"spec_decoding": "eagle3"}
+    verdicts = (
+        VerdictEntry(
+            recipe=RECIPE,
+            selections=(
+                sel("nvfp4", "b200"),
+                sel("nvfp4", "b200", features=("tool_calling",)),
+                sel("nvfp4", "b200", features=("tool_calling", "reasoning")),
+            ),
+            verdict=VerdictKind.RECOMMENDED,
+            roles=(RoleFlags(role="serve", flags=NVFP4_SERVE),),
+            evidence=(EvidenceRef(record=REC_2120, prs=(f"{IX}#2120",)),),
+        ),
+        VerdictEntry(
+            recipe=RECIPE,
+            selection=sel("nvfp4", "b200", features=("spec_decoding",), modes=eagle),
+            verdict=VerdictKind.GUIDE_ONLY,
+            roles=(
+                RoleFlags(
+                    role="serve",
+                    flags=(
+                        flag("attention_config.indexer_kv_dtype", "fp8"),
+                        flag("kv_cache_dtype", "fp8"),
+                        flag("speculative_config.method", "eagle3", (REC_2120, "2120")),
+                    ),
+                ),
+            ),
+            reasons=(
+                Reason(
+                    code=ReasonCode.FLAG_UNEVIDENCED,
+                    role="serve",
+                    flag="attention_config.indexer_kv_dtype",
+                    recipe_value="fp8",
+                    sources=(f"{IX}#2120",),
+                    detail=EAGLE_DETAIL,
+                ),
+                Reason(
+                    code=ReasonCode.NEVER_JOINTLY_OBSERVED,
+                    role="serve",
+                    detail="kv_cache_dtype=fp8 and speculative_config.method=eagle3 never together",
+                ),
+            ),
+            nearest=(
+                NearestEvidence(
+                    record=REC_2120,
+                    config_key="minimaxm3-fp4-b200-vllm-mtp",
+                    prs=(f"{IX}#2120",),
+                    role="serve",
+                    distance=2,
+                    only_recipe={
+                        "attention_config.indexer_kv_dtype": "fp8",
+                        "kv_cache_dtype": "fp8",
+                    },
+                ),
+            ),
+        ),
+        VerdictEntry(
+            recipe=RECIPE,
+            selections=(
+                sel(
+                    "nvfp4",
+                    "b300",
+                    "pd_cluster",
+                    pd=(1, "dep", 1, "tp"),
+                    features=("spec_decoding",),
+                    modes={"spec_decoding": "eagle3_gqa"},
+                ),
+                sel(
+                    "nvfp4",
+                    "b300",
+                    "pd_cluster",
+                    pd=(2, "dep", 1, "tp"),
+                    features=("spec_decoding",),
+                    modes={"spec_decoding": "eagle3_gqa"},
+                ),
+            ),
+            verdict=VerdictKind.GUIDE_ONLY,
+            roles=(
+                RoleFlags(
+                    role="prefill",
+                    flags=(flag("speculative_config.num_speculative_tokens", "3"),),
+                ),
+                RoleFlags(
+                    role="decode",
+                    flags=(
+                        flag("speculative_config.num_speculative_tokens", "3", (REC_2314, "2314")),
+                    ),
+                ),
+            ),
+            reasons=(
+                Reason(
+                    code=ReasonCode.VALUE_MISMATCH,
+                    role="prefill",
+                    flag="speculative_config.num_speculative_tokens",
+                    recipe_value="3",
+                    evidence_value="1",
+                    sources=(f"{IX}#2314",),
+                ),
+            ),
+            nearest=(
+                NearestEvidence(
+                    record=REC_2314,
+                    config_key="minimaxm3-fp4-b300-dynamo-vllm-mtp",
+                    prs=(f"{IX}#2314",),
+                    role="prefill",
+                    distance=1,
+                    changed={"speculative_config.num_speculative_tokens": ("3", "1")},
+                ),
+            ),
+        ),
+        VerdictEntry(
+            recipe=RECIPE,
+            selections=(sel("mxfp8", "h200"), sel("mxfp8", "h200", "single_node_tep")),
+            verdict=VerdictKind.GUIDE_ONLY,
+            roles=(RoleFlags(role="serve", flags=(flag("kv_cache_dtype", HOSTILE),)),),
+            reasons=(Reason(code=ReasonCode.NO_EVIDENCE, detail=HOSTILE),),
+            declared_by="mxfp8-hopper",
+        ),
+        VerdictEntry(
+            recipe=RECIPE,
+            selection=sel("mxfp8", "b300", "multi_node_tp", nodes=2),
+            verdict=VerdictKind.GUIDE_ONLY,
+            roles=(
+                RoleFlags(role="head", node_rank=0, flags=(flag("tensor_parallel_size", "16"),)),
+                RoleFlags(role="worker", node_rank=1, flags=(flag("tensor_parallel_size", "16"),)),
+            ),
+            reasons=(Reason(code=ReasonCode.TOPOLOGY_MISMATCH, detail="no multi-node evidence"),),
+        ),
+        VerdictEntry(
+            recipe=RECIPE,
+            selection=sel("mxfp8", "b300"),
+            verdict=VerdictKind.RECOMMENDED,
+            roles=(
+                RoleFlags(role="serve", flags=(flag("kv_cache_dtype", "fp8", (REC_1834, "1834")),)),
+            ),
+        ),
+    )
+    return AuditReport(
+        tool_version="0.1.0",
+        recipes=(RECIPE,),
+        ledger="ledger",
+        summary=AuditSummary(
+            combinations=10,
+            recommended=4,
+            guide_only=6,
+            declared=2,
+            undeclared_guide_only=4,
+            by_reason={"flag-unevidenced": 1, "value-mismatch": 2, "no-evidence": 2},
+        ),
+        verdicts=verdicts,
+        reverse=(
+            ReverseEntry(
+                record=REC_2310,
+                config_key="minimaxm3-fp4-b300-dynamo-vllm-8k1k-tp1-tep4",
+                prs=(f"{IX}#2310",),
+                status="not-expressible",
+                why="4 × TP1 prefill workers and a TEP4 decode worker colocated on one node",
+            ),
+            ReverseEntry(
+                record=REC_2314,
+                config_key="minimaxm3-fp4-b300-dynamo-vllm-mtp",
+                prs=(f"{IX}#2314",),
+                status="not-reproduced",
+                why="recipe sets num_speculative_tokens=3 on prefill; evidence 1",
+            ),
+            ReverseEntry(
+                record=REC_2120,
+                config_key="minimaxm3-fp4-b200-vllm",
+                prs=(f"{IX}#2120",),
+                status="reproduced",
+                combinations=3,
+                example=sel("nvfp4", "b200"),
+            ),
+        ),
+        claims=(Claim(recipe=RECIPE, hardware="h200", claim="verified", recommended=0),),
+    )
+
+
+SWEEPS = {
+    f"{IX}#2120": (
+        SweepRun(
+            run_id=29984401390,
+            head_sha="0b896e92f975d0ef8e374fdc284b06444fc95242",
+            conclusion="success",
+            source="review-thread",
+        ),
+    ),
+}
+
+
+@pytest.fixture
+def report() -> AuditReport:
+    return sample_report()
+
+
+@pytest.fixture
+def make_report() -> Callable[..., AuditReport]:
+    def make(**changes: Any) -> AuditReport:
+        return sample_report().model_copy(update=changes)
+
+    return make
+
+
+@pytest.fixture
+def sweeps() -> dict[str, tuple[SweepRun, ...]]:
+    return dict(SWEEPS)
+
+
+@pytest.fixture
+def facts() -> dict[str, str]:
+    """Strings the tests look for in the rendered page."""
+    return {"hostile": HOSTILE, "eagle_detail": EAGLE_DETAIL, "recipe": RECIPE, "ix": IX}
