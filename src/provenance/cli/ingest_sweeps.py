@@ -1,0 +1,103 @@
+"""``provenance ingest sweeps``: record green Run Sweep runs of ledger PRs from the GitHub API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from pydantic import BaseModel, ConfigDict
+
+from provenance.cli.runner import run
+from provenance.github.client import (
+    API_URL_ENV,
+    DEFAULT_TOKEN_ENV,
+    GitHubClient,
+    GitHubSettings,
+    connect,
+)
+from provenance.github.sweeps import SweepIngestReport, ingest_sweeps, render_text
+from provenance.ledger.model import PrRef
+from provenance.ledger.paths import default_dirs
+
+
+class SweepsOptions(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prs: tuple[str, ...]
+    ledger: Path
+    token_env: str
+    api_url: str | None
+    output_format: str
+
+
+def run_sweeps(options: SweepsOptions) -> int:
+    prs = [PrRef.parse(text) for text in options.prs]
+    settings = GitHubSettings.from_environment(options.token_env)
+    if options.api_url:
+        settings = settings.model_copy(update={"api_url": options.api_url})
+    github = connect(settings)
+    try:
+        report: SweepIngestReport = ingest_sweeps(options.ledger, prs, github)
+    finally:
+        if isinstance(github, GitHubClient):
+            github.close()
+    if options.output_format == "json":
+        click.echo(report.model_dump_json(indent=2))
+    else:
+        click.echo(render_text(report), nl=False)
+    return 0
+
+
+@click.command(name="sweeps")
+@click.option(
+    "--pr",
+    "prs",
+    multiple=True,
+    metavar="REPO#N",
+    help="Only these ledger PRs (OWNER/REPO#N, or #N for SemiAnalysisAI/InferenceX). "
+    "Default: every PR in the ledger.",
+)
+@click.option(
+    "--ledger",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=lambda: default_dirs().ledger,
+    show_default="ledger",
+    help="Ledger directory.",
+)
+@click.option(
+    "--token-env",
+    default=DEFAULT_TOKEN_ENV,
+    show_default=True,
+    metavar="NAME",
+    help="Environment variable holding the GitHub token (never pass a token itself).",
+)
+@click.option(
+    "--api-url",
+    default=None,
+    metavar="URL",
+    help=f"GitHub REST API URL (default: ${API_URL_ENV} or https://api.github.com).",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+)
+def sweeps(
+    prs: tuple[str, ...], ledger: Path, token_env: str, api_url: str | None, output_format: str
+) -> None:
+    """Record green sweep runs (run id, attempt, head SHA, conclusion) of ledger PRs.
+
+    Only runs on commits that are in the PR count; skipped runs and reuse no-op runs
+    are not green. Without a token nothing is checked and the ledger is left as it is
+    (exit 0); network and API failures exit 5 and leave the ledger untouched.
+    """
+    options = SweepsOptions(
+        prs=prs,
+        ledger=ledger,
+        token_env=token_env,
+        api_url=api_url,
+        output_format=output_format,
+    )
+    run(lambda: run_sweeps(options))

@@ -1,0 +1,1 @@
+"""Everything that talks to GitHub (PyGithub): client, sweep runs, pull-request checks."""
