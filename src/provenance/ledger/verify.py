@@ -29,7 +29,7 @@ from typing import Any, Literal
 from gitdb.exc import BadName, BadObject
 from pydantic import BaseModel, ConfigDict, Field
 
-from provenance.errors import EXIT_INTEGRITY, EXIT_OK, UsageError
+from provenance.errors import EXIT_INTEGRITY, EXIT_OK, ProvenanceError, UsageError
 from provenance.escaping import terminal
 from provenance.evidence.record import EvidenceRecord
 from provenance.ledger.ledger_dir import Ledger
@@ -177,30 +177,43 @@ def _content_diff(old: EvidenceRecord, new: EvidenceRecord) -> str:
     return ", ".join(changed) or "id"
 
 
-def inferencex_reextractor(repo_path: Path) -> Reextract | None:
-    """The default re-extractor: InferenceX's extractor at the record's commit and config key.
+def _glob_literal(text: str) -> str:
+    """``text`` as an fnmatch pattern that matches only itself."""
+    return "".join(f"[{ch}]" if ch in "*?[" else ch for ch in text)
 
-    ``None`` when the extractor is not part of this build. Results are cached
-    per (commit, config key); the re-extracted record with the same id is
-    returned, else the one for the same config key and hardware (so the
-    difference can be named), else ``None``.
-    """
+
+def load_inferencex_extract() -> tuple[Callable[..., Any] | None, str]:
+    """InferenceX's ``extract`` function, or ``None`` and why it is unavailable."""
     try:
         ingest: Any = importlib.import_module("provenance.evidence.inferencex.ingest")
-    except ModuleNotFoundError as exc:
-        if exc.name and "provenance.evidence.inferencex" in exc.name:
-            return None
-        raise
+    except ImportError as exc:
+        return None, f"the InferenceX extractor cannot be imported ({exc})"
     extract = getattr(ingest, "extract", None)
-    if extract is None:
-        return None
+    if not callable(extract):
+        return None, "the InferenceX extractor has no extract()"
+    return extract, ""
+
+
+def inferencex_reextractor(repo_path: Path, extract: Callable[..., Any]) -> Reextract:
+    """Re-extract a record with InferenceX's ``extract`` at its commit and config key.
+
+    Results are cached per (commit, config key). Returns the re-extracted
+    record with the same id, else the one for the same config key and
+    hardware (so that the difference can be named), else ``None``. An
+    extraction that fails with a diagnosed error counts as "no such record".
+    """
     cache: dict[tuple[str, str], list[EvidenceRecord]] = {}
 
     def reextract(record: EvidenceRecord) -> EvidenceRecord | None:
         key = (record.source.commit, record.config_key)
         if key not in cache:
-            result = extract(repo_path, record.source.commit, None, record.config_key, [])
-            cache[key] = [r.with_id() for r in result.records]
+            try:
+                result = extract(
+                    repo_path, record.source.commit, None, _glob_literal(record.config_key), []
+                )
+                cache[key] = [r.with_id() for r in result.records]
+            except ProvenanceError:
+                cache[key] = []
         candidates = cache[key]
         for candidate in candidates:
             if candidate.id == record.id:
@@ -298,15 +311,15 @@ def verify(
     if inferencex is not None:
         blobs = _GitBlobs(inferencex)
         if reextract is None:
-            reextract = inferencex_reextractor(inferencex)
-        if reextract is None:
-            reextraction = "unavailable"
-            warnings.append(
-                "re-extraction unavailable in this build: blobs were checked, "
-                "record contents were not re-derived"
-            )
-        else:
-            reextraction = "done"
+            extract, why = load_inferencex_extract()
+            if extract is not None:
+                reextract = inferencex_reextractor(inferencex, extract)
+            else:
+                warnings.append(
+                    f"re-extraction unavailable: {why}; blobs were checked, "
+                    "record contents were not re-derived"
+                )
+        reextraction = "done" if reextract is not None else "unavailable"
         for record_id, record in sorted(stored.items()):
             problems = [
                 problem
