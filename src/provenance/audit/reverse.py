@@ -141,7 +141,7 @@ def _describe_diff(roles: Sequence[tuple[str, FlagSet]], key: CombinationKey) ->
         total += diff.size
         bits = [f"-{k}={v}" for k, v in diff.only_left.items()]
         bits += [f"+{k}={v}" for k, v in diff.only_right.items()]
-        bits += [f"{k}: {a}→{b}" for k, (a, b) in diff.changed.items()]
+        bits += [f"{k}: evidence {a}, recipe {b}" for k, (a, b) in diff.changed.items()]
         if bits:
             parts.append(f"{role}: {' '.join(bits)}")
     return total, "; ".join(parts)
@@ -208,7 +208,10 @@ def reverse_entries(
                 scored = [(_describe_diff(flat, key), seen) for key, seen in candidates]
                 (distance, text), seen = min(scored, key=lambda item: item[0][0])
                 example = seen.example
-                why = f"nearest audited combination differs by {distance} flag(s): {text}"
+                why = (
+                    f"nearest audited combination differs by {distance} flag(s) "
+                    f"(+ recipe only, - evidence only): {text}"
+                )
             entries.append(
                 ReverseEntry(**common, status="not-reproduced", example=example, why=why)
             )

@@ -1,0 +1,83 @@
+"""Summaries shared by the text and markdown reports: counts per variant × hardware × strategy."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from provenance.audit.model import AuditReport, Reason, VerdictEntry, VerdictKind
+from provenance.recipes.combination import Selection
+
+#: How many reasons a summary row names.
+TOP_REASONS = 3
+
+
+def entry_selection_count(entry: VerdictEntry) -> int:
+    return (1 if entry.selection is not None else 0) + len(entry.selections or ())
+
+
+def reason_label(reason: Reason) -> str:
+    """``value-mismatch prefill speculative_config.num_speculative_tokens 3≠1``."""
+    parts = [str(reason.code)]
+    if reason.role:
+        parts.append(reason.role)
+    if reason.flag:
+        parts.append(reason.flag)
+    if reason.recipe_value is not None and reason.evidence_value is not None:
+        parts.append(f"{reason.recipe_value}≠{reason.evidence_value}")
+    elif reason.recipe_value is not None:
+        parts.append(f"={reason.recipe_value}")
+    elif reason.evidence_value is not None:
+        parts.append(f"(evidence {reason.evidence_value})")
+    return " ".join(parts)
+
+
+@dataclass
+class GroupRow:
+    """Counts for one (recipe, variant, hardware, strategy)."""
+
+    recipe: str
+    variant: str
+    hardware: str
+    strategy: str
+    combinations: int = 0
+    recommended: int = 0
+    guide_only: int = 0
+    declared: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+
+    def top_reasons(self, limit: int = TOP_REASONS) -> list[tuple[str, int]]:
+        return sorted(self.reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+
+
+def group_rows(report: AuditReport) -> list[GroupRow]:
+    """One row per (recipe, variant, hardware, strategy), in first-seen order."""
+    rows: dict[tuple[str, str, str, str], GroupRow] = {}
+    for entry in report.verdicts:
+        labels = [reason_label(r) for r in entry.reasons]
+        for selection in _selections(entry):
+            key = (
+                entry.recipe,
+                selection.variant,
+                selection.hardware,
+                selection.strategy or "omni",
+            )
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = GroupRow(*key)
+            row.combinations += 1
+            if entry.verdict is VerdictKind.RECOMMENDED:
+                row.recommended += 1
+                continue
+            row.guide_only += 1
+            if entry.declared_by:
+                row.declared += 1
+            row.reasons.update(labels)
+    return list(rows.values())
+
+
+def _selections(entry: VerdictEntry) -> Iterator[Selection]:
+    if entry.selection is not None:
+        yield entry.selection
+    yield from entry.selections or ()
