@@ -226,6 +226,14 @@ def serve_pr_2120(fake: FakeGitHub) -> None:
         fake.add("GET", f"{repo}/actions/runs/{run_id}/jobs", f"inferencex-run-{run_id}-jobs.json")
 
 
+def serve_recipes_682(fake: FakeGitHub) -> None:
+    """The recorded answers for vllm-project/recipes#682 (body, commits, comments)."""
+    repo = "/repos/vllm-project/recipes"
+    fake.add("GET", f"{repo}/pulls/682", "recipes-pull-682.json")
+    fake.add("GET", f"{repo}/pulls/682/commits", "recipes-pull-682-commits.json")
+    fake.serve_comments("vllm-project/recipes", 682, recorded("recipes-issue-682-comments.json"))
+
+
 _TOKENISH = re.compile(r"SENTINEL")
 
 

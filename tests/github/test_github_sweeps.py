@@ -23,6 +23,7 @@ from provenance.github.sweeps import (
     ingest_sweeps,
     job_kind,
     render_text,
+    resolve_pr,
     tally_jobs,
 )
 from provenance.ledger.ledger_dir import Ledger
@@ -256,3 +257,15 @@ def test_a_pr_not_in_the_ledger_is_a_usage_error(ledger_root: Path) -> None:
             [PrRef(repo="SemiAnalysisAI/InferenceX", number=1)],
             GitHubUnavailable(reason="no GITHUB_TOKEN"),
         )
+
+
+def test_pr_references_resolve_against_the_ledger() -> None:
+    known = [PR_2120, PrRef(repo="someone/InferenceX", number=7), PrRef(repo="a/x", number=7)]
+    assert resolve_pr("InferenceX#2120", known) == PR_2120
+    assert resolve_pr("inferencex#2120", known) == PR_2120
+    assert resolve_pr("#2120", known) == PR_2120
+    assert resolve_pr("SemiAnalysisAI/InferenceX#2310", known) == PR_2310
+    with pytest.raises(UsageError):
+        resolve_pr("recipes#5", known)
+    with pytest.raises(UsageError, match="not a PR reference"):
+        resolve_pr("InferenceX", known)

@@ -16,7 +16,6 @@ from provenance.github.client import (
     connect,
 )
 from provenance.github.sweeps import SweepIngestReport, ingest_sweeps, render_text
-from provenance.ledger.model import PrRef
 from provenance.ledger.paths import default_dirs
 
 
@@ -31,13 +30,12 @@ class SweepsOptions(BaseModel):
 
 
 def run_sweeps(options: SweepsOptions) -> int:
-    prs = [PrRef.parse(text) for text in options.prs]
     settings = GitHubSettings.from_environment(options.token_env)
     if options.api_url:
         settings = settings.model_copy(update={"api_url": options.api_url})
     github = connect(settings)
     try:
-        report: SweepIngestReport = ingest_sweeps(options.ledger, prs, github)
+        report: SweepIngestReport = ingest_sweeps(options.ledger, options.prs, github)
     finally:
         if isinstance(github, GitHubClient):
             github.close()
@@ -54,7 +52,7 @@ def run_sweeps(options: SweepsOptions) -> int:
     "prs",
     multiple=True,
     metavar="REPO#N",
-    help="Only these ledger PRs (OWNER/REPO#N, or #N for SemiAnalysisAI/InferenceX). "
+    help="Only these ledger PRs (OWNER/REPO#N, REPO#N, or #N for SemiAnalysisAI/InferenceX). "
     "Default: every PR in the ledger.",
 )
 @click.option(

@@ -264,18 +264,40 @@ def _conflicts(entry: LedgerEntry, fresh: Sequence[SweepRun]) -> tuple[str, ...]
     return tuple(notes)
 
 
+def resolve_pr(text: str, known: Iterable[PrRef]) -> PrRef:
+    """``OWNER/REPO#N``, ``#N`` (InferenceX) or ``REPO#N`` matched against ledger PRs."""
+    head, sep, number = text.strip().rpartition("#")
+    if sep and head and "/" not in head and number.isdigit():
+        matches = {
+            ref
+            for ref in known
+            if ref.number == int(number) and ref.repo.rpartition("/")[2].lower() == head.lower()
+        }
+        if len(matches) == 1:
+            return matches.pop()
+        if len(matches) > 1:
+            names = ", ".join(sorted(str(m) for m in matches))
+            raise UsageError(f"{text!r} is ambiguous ({names}); write OWNER/REPO#N")
+    return PrRef.parse(text)
+
+
 def ingest_sweeps(
     ledger_root: Path,
-    prs: Sequence[PrRef],
+    prs: Sequence[PrRef | str],
     github: GitHubClient | GitHubUnavailable,
     *,
     today: dt.date | None = None,
     lock_timeout: float = 10.0,
 ) -> SweepIngestReport:
-    """Record the green sweep runs of ``prs`` (default: every ledger PR) in the ledger."""
+    """Record the green sweep runs of ``prs`` (default: every ledger PR) in the ledger.
+
+    Everything is read from the API first; the ledger is written only once every read
+    has succeeded (under the writer lock, through ``Ledger.merge_entry``).
+    """
     ledger = Ledger(ledger_root)
     entries = {entry.pr: entry for entry in ledger.entries()}
-    targets = tuple(prs) if prs else tuple(entries)
+    requested = [pr if isinstance(pr, PrRef) else resolve_pr(pr, entries) for pr in prs]
+    targets = tuple(dict.fromkeys(requested)) if requested else tuple(entries)
     unknown = [str(pr) for pr in targets if pr not in entries]
     if unknown:
         raise UsageError(
