@@ -1,0 +1,217 @@
+"""``provenance audit`` and ``provenance explain``."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+import click
+
+from provenance.cli.runner import run
+from provenance.errors import EXIT_GATE, EXIT_OK, UsageError
+
+FORMATS = ("text", "json", "markdown", "sarif")
+
+
+def _split(values: tuple[str, ...]) -> tuple[str, ...] | None:
+    items = tuple(v.strip() for value in values for v in value.split(",") if v.strip())
+    return items or None
+
+
+def _input_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option(
+            "--recipes-root",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            help="A vllm-project/recipes checkout (default: ./recipes).",
+        ),
+        click.option(
+            "--ledger",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            help="Ledger directory (default: ./ledger).",
+        ),
+        click.option(
+            "--evidence",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            help="Evidence store directory (default: ./evidence).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _open_output(path: Path | None) -> TextIO:
+    if path is None:
+        return sys.stdout
+    return path.open("w", encoding="utf-8")
+
+
+@click.command()
+@click.argument("recipes", nargs=-1)
+@_input_options
+@click.option("--variant", "variants", multiple=True, help="Only these variants (comma list).")
+@click.option("--hardware", multiple=True, help="Only these hardware ids (comma list).")
+@click.option("--strategy", "strategies", multiple=True, help="Only these strategies.")
+@click.option(
+    "--features",
+    type=click.Choice(["all", "default", "none"]),
+    default="all",
+    show_default=True,
+    help="Feature subsets to enumerate.",
+)
+@click.option("--pd-nodes", default="1,2,default", show_default=True, help="PD pool node counts.")
+@click.option(
+    "--pd-pairing", type=click.Choice(["joint", "star"]), default="joint", show_default=True
+)
+@click.option("--kv", default="off", show_default=True, help="KV offload: off, all or a list.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--strict", is_flag=True, help="Exit 1 if a guide-only combination is undeclared.")
+@click.option(
+    "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write here."
+)
+def audit(
+    recipes: tuple[str, ...],
+    recipes_root: Path | None,
+    ledger: Path | None,
+    evidence: Path | None,
+    variants: tuple[str, ...],
+    hardware: tuple[str, ...],
+    strategies: tuple[str, ...],
+    features: str,
+    pd_nodes: str,
+    pd_pairing: str,
+    kv: str,
+    fmt: str,
+    strict: bool,
+    output: Path | None,
+) -> None:
+    """Audit RECIPE(s) (Org/Name or a YAML path; default: every recipe) against the ledger.
+
+    Every selectable combination is recommended (one validated evidence point
+    has exactly its major flags, per role) or guide-only, with reasons.
+    """
+
+    def action() -> int:
+        from provenance.audit.run import AuditFilters, AuditInputs, run_audit
+        from provenance.report.formats import write_report
+
+        report = run_audit(
+            AuditInputs(
+                recipes=recipes, recipes_root=recipes_root, ledger=ledger, evidence=evidence
+            ),
+            AuditFilters(
+                variants=_split(variants),
+                hardware=_split(hardware),
+                strategies=_split(strategies),
+                features=features,
+                pd_nodes=pd_nodes,
+                pd_pairing=pd_pairing,
+                kv=kv,
+            ),
+        )
+        out = _open_output(output)
+        try:
+            if fmt == "text" and output is None:
+                from provenance.report.text import write as write_text
+
+                write_text(report, out, color=out.isatty())
+            else:
+                write_report(report, fmt, out)
+        finally:
+            if out is not sys.stdout:
+                out.close()
+        if strict and report.summary.undeclared_guide_only:
+            click.echo(
+                f"{report.summary.undeclared_guide_only} guide-only combination(s) are not "
+                "covered by a declaration",
+                err=True,
+            )
+            return EXIT_GATE
+        return EXIT_OK
+
+    run(action)
+
+
+def _pool(text: str | None, name: str) -> tuple[int, str] | None:
+    if text is None:
+        return None
+    nodes, _, mode = text.partition(":")
+    if not nodes.isdigit() or mode not in ("tp", "tep", "dep"):
+        raise UsageError(f"{name} expects NODES:MODE with MODE tp, tep or dep (got {text!r})")
+    return int(nodes), mode
+
+
+@click.command()
+@click.argument("recipe")
+@_input_options
+@click.option("--variant", default=None, help="Variant key (e.g. nvfp4).")
+@click.option("--hardware", default=None, help="Hardware id (e.g. b300).")
+@click.option("--strategy", default=None, help="Strategy (e.g. pd_cluster).")
+@click.option(
+    "--feature",
+    "features",
+    multiple=True,
+    help="An enabled feature, NAME or NAME=MODE (repeat; none given = no features).",
+)
+@click.option("--nodes", type=click.IntRange(1, 16), default=None, help="Node count (non-PD).")
+@click.option("--prefill", default=None, help="PD prefill pool NODES:MODE, e.g. 1:tp.")
+@click.option("--decode", default=None, help="PD decode pool NODES:MODE, e.g. 2:dep.")
+@click.option("--kv", default=None, help="KV offload option or Mooncake topology id.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def explain(
+    recipe: str,
+    recipes_root: Path | None,
+    ledger: Path | None,
+    evidence: Path | None,
+    variant: str | None,
+    hardware: str | None,
+    strategy: str | None,
+    features: tuple[str, ...],
+    nodes: int | None,
+    prefill: str | None,
+    decode: str | None,
+    kv: str | None,
+    fmt: str,
+) -> None:
+    """Explain one combination's verdict step by step.
+
+    \b
+    Example:
+      provenance explain MiniMaxAI/MiniMax-M3 --variant nvfp4 --hardware b300 \\
+        --strategy pd_cluster --feature spec_decoding=eagle3_gqa --prefill 1:tp --decode 1:tp
+    """
+
+    def action() -> int:
+        from provenance.audit.explain import Explanation
+        from provenance.audit.run import AuditInputs, SelectionSpec, run_explain
+
+        spec = SelectionSpec(
+            recipe=recipe,
+            variant=variant,
+            hardware=hardware,
+            strategy=strategy,
+            features=features,
+            nodes=nodes,
+            prefill=_pool(prefill, "--prefill"),
+            decode=_pool(decode, "--decode"),
+            kv=kv,
+        )
+        explanation = run_explain(
+            AuditInputs(recipes_root=recipes_root, ledger=ledger, evidence=evidence), spec
+        )
+        assert isinstance(explanation, Explanation)
+        if fmt == "json":
+            click.echo(explanation.model_dump_json(by_alias=True, indent=2))
+        else:
+            from provenance.report.explain_text import write
+
+            write(explanation, sys.stdout)
+        return EXIT_OK
+
+    run(action)

@@ -1,0 +1,66 @@
+"""``provenance graph``: export the evidence graph (node-link JSON, GraphML, DOT)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from provenance.cli.runner import run
+from provenance.errors import EXIT_OK
+
+
+@click.command()
+@click.option("--format", "fmt", type=click.Choice(["json", "graphml", "dot"]), default="json")
+@click.option(
+    "--recipe",
+    "recipes",
+    multiple=True,
+    help="Also add the recipe's combinations (one node per distinct outcome).",
+)
+@click.option("--recipes-root", type=click.Path(file_okay=False, path_type=Path), default=None)
+@click.option("--ledger", type=click.Path(file_okay=False, path_type=Path), default=None)
+@click.option("--evidence", type=click.Path(file_okay=False, path_type=Path), default=None)
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None)
+def graph(
+    fmt: str,
+    recipes: tuple[str, ...],
+    recipes_root: Path | None,
+    ledger: Path | None,
+    evidence: Path | None,
+    output: Path | None,
+) -> None:
+    """Export the evidence graph: flags, evidence, configs, PRs, sweeps, commits, combinations."""
+
+    def action() -> int:
+        from provenance.audit.run import AuditInputs, build_export_graph
+
+        exported = build_export_graph(
+            AuditInputs(
+                recipes=recipes, recipes_root=recipes_root, ledger=ledger, evidence=evidence
+            ),
+            with_recipes=bool(recipes),
+        )
+        from provenance.graph import to_dot, to_node_link_json, write_graphml
+
+        if fmt == "graphml":
+            if output is None:
+                write_graphml(exported, sys.stdout.buffer)
+            else:
+                with output.open("wb") as handle:
+                    write_graphml(exported, handle)
+            return EXIT_OK
+        if fmt == "dot":
+            text = to_dot(exported)
+        else:
+            import json
+
+            text = json.dumps(to_node_link_json(exported), indent=1, sort_keys=True) + "\n"
+        if output is None:
+            click.echo(text, nl=False)
+        else:
+            output.write_text(text, encoding="utf-8")
+        return EXIT_OK
+
+    run(action)

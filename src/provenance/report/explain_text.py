@@ -1,0 +1,84 @@
+"""Text rendering of ``provenance explain`` (every value escaped for the terminal)."""
+
+from __future__ import annotations
+
+import shlex
+from typing import TextIO
+
+from provenance.audit.explain import Explanation
+from provenance.escaping import terminal
+from provenance.report.grouping import reason_label
+
+#: Most candidate evidence points listed in full.
+MAX_CANDIDATES = 25
+
+
+def write(explanation: Explanation, out: TextIO) -> None:
+    lines: list[str] = []
+    add = lines.append
+    add(f"explain {terminal(explanation.recipe)}: {terminal(explanation.selection.label())}")
+    add("")
+    add("1. rendered commands")
+    for command in explanation.commands:
+        rank = f" (node {command.node_rank})" if command.node_rank is not None else ""
+        add(f"   {terminal(command.role)}{rank}:")
+        argv = " ".join(shlex.quote(a) for a in command.argv or ())
+        add(f"     {terminal(argv)}")
+        for name, value in command.env.items():
+            add(f"     env {terminal(name)}={terminal(value)}")
+    add("")
+    add("2. major flags (normalised, policy class major)")
+    for role, flagsets in explanation.major.items():
+        for flags in flagsets:
+            add(f"   {terminal(role)}:")
+            for key, value in flags.items():
+                add(f"     {terminal(key)} = {terminal(value)}")
+    add("")
+    add(
+        f"3. scope: checkpoint {terminal(explanation.checkpoint)}, hardware "
+        f"{terminal(explanation.hardware)}, {terminal(explanation.kind)} — "
+        f"{len(explanation.candidates)} evidence point(s) in scope"
+    )
+    add("")
+    add("4. candidate evidence (closest first)")
+    if not explanation.candidates:
+        add("   (none)")
+    for candidate in explanation.candidates[:MAX_CANDIDATES]:
+        prs = ", ".join(candidate.prs) or "no PR in the ledger"
+        mark = "MATCH" if candidate.matches else "no"
+        add(
+            f"   [{mark}] {terminal(candidate.config_key)} ({terminal(prs)}; "
+            f"{'validated' if candidate.validated else 'not validated'}) — "
+            f"{terminal(candidate.why)}"
+        )
+        add(f"         record {terminal(candidate.record)}")
+        for diff in candidate.roles:
+            parts = [f"+{k}={v}" for k, v in diff.only_recipe.items()]
+            parts += [f"-{k}={v}" for k, v in diff.only_evidence.items()]
+            parts += [f"{k}: recipe {a}, evidence {b}" for k, (a, b) in diff.changed.items()]
+            text = "; ".join(parts) if parts else "same major flags"
+            add(f"         {terminal(diff.role)}: {terminal(text)}")
+            if not diff.shape_matches:
+                add(
+                    f"         {terminal(diff.role)} shape: recipe {terminal(diff.recipe_shape)}, "
+                    f"evidence {terminal(diff.evidence_shape)}"
+                )
+    hidden = len(explanation.candidates) - MAX_CANDIDATES
+    if hidden > 0:
+        add(f"   … {hidden} more (use --format json)")
+    add("")
+    add(f"5. verdict: {explanation.verdict}")
+    if explanation.declared_by:
+        add(f"   declared guide-only by {terminal(explanation.declared_by)}")
+    for ref in explanation.evidence:
+        add(f"   evidence {terminal(ref.record)} ({terminal(', '.join(ref.prs))})")
+    for reason in explanation.reasons:
+        sources = f" [{', '.join(reason.sources)}]" if reason.sources else ""
+        detail = f" — {reason.detail}" if reason.detail else ""
+        add(f"   - {terminal(reason_label(reason) + sources + detail)}")
+    for near in explanation.nearest:
+        add(
+            f"   nearest for {terminal(near.role or '')}: {terminal(near.config_key)} "
+            f"({terminal(', '.join(near.prs))}), {near.distance} difference(s)"
+        )
+    out.write("\n".join(lines) + "\n")
