@@ -1,0 +1,605 @@
+"""Extract evidence records and PR ledger entries from an InferenceX repository.
+
+:func:`extract` reads one revision (or, with ``prs``, each listed PR at its
+merge commit), builds one :class:`EvidenceRecord` per evidence point — config
+key × search-space point, every role of the deployment in one record — and one
+:class:`LedgerEntry` per PR that backs a record. Points that produce an
+identical record (same flags, topology, sources …) collapse into one record
+listing every workload point it covers.
+
+Attribution. A record at revision ``rev`` is backed by the PR whose squash
+commit last changed its *content* at or before ``rev``: the newest of (a) the
+last content change of its launcher or srt-slurm recipe (renames followed) and
+(b) the last change of its config key's master-config entry. PRs whose
+``perf-changelog.yaml`` entry names the key and that merged at or after that
+change re-swept the same content and back the record too. With ``prs``, each
+PR N is ingested at its merge commit and only the records N backs there are
+kept (records N's changes produced, or keys N's changelog entry swept).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import git
+from pydantic import BaseModel, ConfigDict, Field
+
+from provenance.errors import InputError
+from provenance.evidence.inferencex.linkage import (
+    History,
+    HistoryCommit,
+    changelog_links,
+    first_parent_history,
+    glob_filter,
+    last_content_change,
+    last_key_changes,
+    launcher_content,
+    path_changes,
+    pr_head,
+    require_pr_commit,
+)
+from provenance.evidence.inferencex.master import (
+    MasterEntry,
+    MultiNodePoint,
+    SingleNodePoint,
+    load_master_configs,
+)
+from provenance.evidence.inferencex.scripts import (
+    ScriptResolution,
+    evaluate_point,
+    resolve_script,
+)
+from provenance.evidence.inferencex.snapshot import Snapshot, open_repo, resolve_commit
+from provenance.evidence.inferencex.srt_slurm import (
+    SrtRecipe,
+    check_against_master,
+    load_recipe_bytes,
+    recipe_repo_path,
+)
+from provenance.evidence.record import (
+    EvidenceRecord,
+    EvidenceSource,
+    PartialMarker,
+    RoleTopology,
+    SourceFile,
+    Topology,
+    WorkloadPoint,
+)
+from provenance.flags.model import FlagSet
+from provenance.ledger.model import LedgerEntry, LedgerFile, PrRef
+
+INFERENCEX_REPO = "SemiAnalysisAI/InferenceX"
+HISTORY_ROOTS = ("benchmarks",)
+
+#: progress(done, total, what)
+Progress = Callable[[int, int, str], None]
+FileKind = Literal["master-config", "launcher", "srt-slurm-recipe", "perf-changelog", "other"]
+
+
+class IngestSummary(BaseModel):
+    """What an ingest read, produced, and could not do."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    commits: list[str] = Field(default_factory=list)
+    files_read: int = 0
+    config_keys: int = 0
+    points: int = 0
+    records: int = 0
+    partial_records: int = 0
+    partial_by_construct: dict[str, int] = Field(default_factory=dict)
+    unresolved_scripts: list[str] = Field(default_factory=list)
+    skipped: dict[str, int] = Field(default_factory=dict)
+    unlinked_records: int = 0
+    warnings: list[str] = Field(default_factory=list)
+
+    def skip(self, reason: str, count: int = 1) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + count
+
+
+class IngestResult(BaseModel):
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    records: list[EvidenceRecord]
+    entries: list[LedgerEntry]
+    summary: IngestSummary
+
+
+@dataclass
+class _Draft:
+    """A record before collapsing: its content without workloads, plus its workloads."""
+
+    record: EvidenceRecord
+    workloads: list[WorkloadPoint]
+    attributed_files: list[str]
+
+
+@dataclass
+class _Extraction:
+    drafts: list[_Draft] = field(default_factory=list)
+    keys: set[str] = field(default_factory=set)
+
+
+def _partial_key(marker: PartialMarker) -> tuple[str, str, int | None, str]:
+    return (marker.construct_name, marker.path, marker.line, marker.detail)
+
+
+def _dedupe_partial(markers: Iterable[PartialMarker]) -> tuple[PartialMarker, ...]:
+    seen: dict[tuple[str, str, int | None, str], PartialMarker] = {}
+    for marker in markers:
+        seen.setdefault(_partial_key(marker), marker)
+    return tuple(sorted(seen.values(), key=_partial_key_sort))
+
+
+def _partial_key_sort(marker: PartialMarker) -> tuple[str, int, str, str]:
+    return (marker.path, marker.line or 0, marker.construct_name, marker.detail)
+
+
+def _source(snapshot: Snapshot, files: Iterable[tuple[str, FileKind]]) -> EvidenceSource:
+    entries: dict[str, SourceFile] = {}
+    for path, kind in files:
+        sha = snapshot.blob_sha(path)
+        if sha is not None:
+            entries[path] = SourceFile(path=path, blob_sha=sha, kind=kind)
+    return EvidenceSource(
+        repo=INFERENCEX_REPO,
+        commit=snapshot.sha,
+        files=tuple(entries[p] for p in sorted(entries)),
+    )
+
+
+def _single_topology(point: SingleNodePoint) -> Topology:
+    gpus = point.tp * point.pp * point.pcp_size
+    role = RoleTopology(
+        workers=1,
+        gpus_per_worker=gpus,
+        tp=1 if point.dp_attn else point.tp,
+        ep=point.ep,
+        dp=point.tp if point.dp_attn else 1,
+        dp_attention=point.dp_attn,
+        expert_parallel=point.dp_attn or point.ep > 1,
+        nodes=1,
+    )
+    return Topology(kind="single_node", roles={"serve": role}, nodes=1, total_gpus=gpus)
+
+
+class _Extractor:
+    """Builds draft records for the config entries of one snapshot."""
+
+    def __init__(self, snapshot: Snapshot, summary: IngestSummary, progress: Progress | None):
+        self.snapshot = snapshot
+        self.summary = summary
+        self.progress = progress
+        self._resolutions: dict[tuple[str, str, str, str], ScriptResolution] = {}
+        self._recipes: dict[str, SrtRecipe | str] = {}
+
+    def run(self, entries: list[MasterEntry]) -> _Extraction:
+        out = _Extraction()
+        total = sum(len(e.single_points) + len(e.multi_points) for e in entries)
+        done = 0
+        for entry in entries:
+            out.keys.add(entry.key)
+            for point in entry.single_points:
+                self._single(entry, point, out)
+                done += 1
+                if self.progress:
+                    self.progress(done, total, entry.key)
+            for multi in entry.multi_points:
+                self._multi(entry, multi, out)
+                done += 1
+                if self.progress:
+                    self.progress(done, total, entry.key)
+        self.summary.points += total
+        return out
+
+    def _record(
+        self,
+        entry: MasterEntry,
+        files: list[tuple[str, FileKind]],
+        topology: Topology,
+        roles: dict[str, FlagSet],
+        partial: Iterable[PartialMarker],
+    ) -> EvidenceRecord:
+        """A record without workloads (added when identical points collapse)."""
+        return EvidenceRecord(
+            source=_source(self.snapshot, files),
+            config_key=entry.key,
+            checkpoint=entry.model,
+            hardware=entry.hardware,
+            runner=entry.runner,
+            precision=entry.precision,
+            framework=entry.framework,
+            image=entry.image,
+            topology=topology,
+            workloads=(),
+            roles=roles,
+            partial=_dedupe_partial(partial),
+        )
+
+    # single node ---------------------------------------------------------------------
+    def _single(self, entry: MasterEntry, point: SingleNodePoint, out: _Extraction) -> None:
+        cache_key = (entry.key, entry.path, point.scenario, point.spec_decoding)
+        resolution = self._resolutions.get(cache_key)
+        if resolution is None:
+            resolution = resolve_script(self.snapshot, entry, point)
+            self._resolutions[cache_key] = resolution
+            if resolution.path is None:
+                self.summary.unresolved_scripts.append(
+                    f"{entry.key} ({point.scenario}, spec-decoding {point.spec_decoding}): "
+                    f"{resolution.reason}"
+                )
+            elif resolution.via_deprecated:
+                self.summary.warnings.append(
+                    f"{entry.key}: archived launcher resolved in its deprecated/ directory: "
+                    f"{resolution.path}"
+                )
+        if resolution.path is None:
+            self.summary.skip("launcher script not found")
+            return
+        try:
+            evidence = evaluate_point(self.snapshot, entry, point, resolution)
+        except InputError as exc:
+            self.summary.skip("launcher could not be evaluated")
+            self.summary.warnings.append(f"{entry.key}: {exc}")
+            return
+        if not evidence.served:
+            self.summary.skip(f"launcher serves no vLLM engine (framework {entry.framework})")
+            return
+        files: list[tuple[str, FileKind]] = [
+            (entry.path, "master-config"),
+            (evidence.script, "launcher"),
+        ]
+        if resolution.launcher:
+            files.append((resolution.launcher, "other"))
+        record = self._record(
+            entry, files, _single_topology(point), {"serve": evidence.flags}, evidence.partial
+        )
+        workload = WorkloadPoint(
+            scenario=point.scenario,
+            isl=point.isl,
+            osl=point.osl,
+            conc=point.conc,
+            tp=point.tp,
+            ep=point.ep,
+            dp_attn=point.dp_attn,
+        )
+        out.drafts.append(_Draft(record, [workload], [evidence.script]))
+
+    # multi node ----------------------------------------------------------------------
+    def _recipe(self, path: str) -> SrtRecipe | str:
+        cached = self._recipes.get(path)
+        if cached is not None:
+            return cached
+        raw = self.snapshot.read(path)
+        result: SrtRecipe | str
+        if raw is None:
+            result = "srt-slurm recipe not in the InferenceX tree (upstream srt-slurm recipe)"
+        else:
+            try:
+                result = load_recipe_bytes(raw, path)
+            except InputError as exc:
+                result = f"srt-slurm recipe not read: {exc}"
+                self.summary.warnings.append(str(exc))
+        self._recipes[path] = result
+        return result
+
+    def _multi(self, entry: MasterEntry, point: MultiNodePoint, out: _Extraction) -> None:
+        config_file = point.config_file()
+        if config_file is None:
+            self.summary.skip(f"multinode point without CONFIG_FILE (framework {entry.framework})")
+            return
+        path, selector = recipe_repo_path(config_file, origin=entry.path)
+        path = self.snapshot.safe_path(path, origin=f"{entry.path}:{point.line} ({entry.key})")
+        recipe = self._recipe(path)
+        if isinstance(recipe, str):
+            reason = (
+                recipe
+                if recipe.startswith("srt-slurm recipe not in")
+                else "srt-slurm recipe unreadable"
+            )
+            self.summary.skip(reason)
+            return
+        partial = list(recipe.partial)
+        if selector:
+            partial.append(
+                PartialMarker(
+                    construct_name="srt-slurm-selector",
+                    path=path,
+                    detail=f"CONFIG_FILE selector {selector!r} (srt-slurm override) not evaluated",
+                )
+            )
+        for problem in check_against_master(recipe, point, image=entry.image):
+            self.summary.warnings.append(f"{entry.key}: {problem}")
+        record = self._record(
+            entry,
+            [(entry.path, "master-config"), (path, "srt-slurm-recipe")],
+            recipe.topology,
+            {name: role.flags for name, role in recipe.roles.items()},
+            partial,
+        )
+        workloads = [
+            WorkloadPoint(
+                scenario=point.scenario,
+                isl=point.isl,
+                osl=point.osl,
+                conc=conc,
+                prefill=point.prefill.label() if point.prefill else None,
+                decode=point.decode.label() if point.decode else None,
+            )
+            for conc in point.concs
+        ]
+        out.drafts.append(_Draft(record, workloads, [path]))
+
+
+def _workload_sort(point: WorkloadPoint) -> tuple[Any, ...]:
+    """Numeric order: scenario, isl, osl, conc, tp, ep, dp-attn, then the role labels."""
+    return (
+        point.scenario,
+        point.isl or 0,
+        point.osl or 0,
+        point.conc or 0,
+        point.tp or 0,
+        point.ep or 0,
+        bool(point.dp_attn),
+        json.dumps(point.model_dump(mode="json"), sort_keys=True),
+    )
+
+
+def _collapse(drafts: list[_Draft]) -> list[_Draft]:
+    """Merge drafts whose records are identical apart from workloads."""
+    groups: dict[str, _Draft] = {}
+    for draft in drafts:
+        content = draft.record.model_dump(mode="json", by_alias=True)
+        key = json.dumps(content, sort_keys=True)
+        existing = groups.get(key)
+        if existing is None:
+            groups[key] = _Draft(draft.record, list(draft.workloads), list(draft.attributed_files))
+        else:
+            existing.workloads.extend(draft.workloads)
+    result = []
+    for draft in groups.values():
+        unique = {_workload_sort(w): w for w in draft.workloads}
+        workloads = tuple(unique[k] for k in sorted(unique))
+        record = draft.record.model_copy(update={"workloads": workloads}).with_id()
+        result.append(_Draft(record, list(workloads), draft.attributed_files))
+    return result
+
+
+@dataclass
+class _Attribution:
+    """Which PRs back each record, from git history and perf-changelog."""
+
+    links: dict[str, set[int]] = field(default_factory=dict)
+    commits: dict[int, HistoryCommit] = field(default_factory=dict)
+    changelog_prs: set[int] = field(default_factory=set)
+
+
+def _attribute(
+    repo: git.Repo,
+    snapshot: Snapshot,
+    history: History,
+    drafts: list[_Draft],
+    summary: IngestSummary,
+) -> _Attribution:
+    result = _Attribution()
+    rev = snapshot.sha
+    changes = path_changes(repo, rev, HISTORY_ROOTS)
+    keys = {d.record.config_key for d in drafts}
+    key_change = last_key_changes(repo, rev, history, keys)
+    file_change: dict[str, HistoryCommit | None] = {}
+    for draft in drafts:
+        for path in draft.attributed_files:
+            if path not in file_change:
+                kind = path.endswith(".sh")
+                file_change[path], _ = last_content_change(
+                    repo, history, changes, path, normalise=launcher_content if kind else None
+                )
+    links, warnings = changelog_links(snapshot, keys)
+    summary.warnings.extend(warnings)
+    key_changelog: dict[str, list[HistoryCommit]] = {}
+    for number, named in links.items():
+        commit = history.by_pr.get(number)
+        if commit is None:
+            continue
+        for key in named:
+            key_changelog.setdefault(key, []).append(commit)
+    for draft in drafts:
+        record = draft.record
+        candidates = [key_change.get(record.config_key)]
+        candidates += [file_change.get(p) for p in draft.attributed_files]
+        present = [c for c in candidates if c is not None]
+        prs: set[int] = set()
+        if present:
+            latest = min(present, key=lambda c: c.index)
+            if latest.pr is not None:
+                prs.add(latest.pr)
+                result.commits[latest.pr] = latest
+            for commit in key_changelog.get(record.config_key, []):
+                if commit.index <= latest.index and commit.pr is not None:
+                    prs.add(commit.pr)
+                    result.commits[commit.pr] = commit
+                    result.changelog_prs.add(commit.pr)
+        result.links[record.id] = prs
+    return result
+
+
+def _entries(
+    repo: git.Repo,
+    drafts: list[_Draft],
+    attribution: _Attribution,
+    only: int | None,
+    changelog_keys: dict[int, set[str]],
+) -> list[LedgerEntry]:
+    by_pr: dict[int, list[EvidenceRecord]] = {}
+    for draft in drafts:
+        for number in attribution.links.get(draft.record.id, set()):
+            if only is not None and number != only:
+                continue
+            by_pr.setdefault(number, []).append(draft.record)
+    entries = []
+    for number in sorted(by_pr):
+        records = by_pr[number]
+        commit = attribution.commits[number]
+        files: dict[tuple[str, str], LedgerFile] = {}
+        for record in records:
+            for source_file in record.source.files:
+                files[(source_file.path, record.source.commit)] = LedgerFile(
+                    path=source_file.path,
+                    blob_sha=source_file.blob_sha,
+                    commit=record.source.commit,
+                    source="git",
+                )
+        head = pr_head(repo, number)
+        sources = [f"git:{commit.sha}"]
+        if number in attribution.changelog_prs or changelog_keys.get(number):
+            sources.append("perf-changelog.yaml")
+        if head:
+            sources.append(f"refs/pull/{number}/head")
+        keys = {r.config_key for r in records} | changelog_keys.get(number, set())
+        entries.append(
+            LedgerEntry(
+                pr=PrRef(repo=INFERENCEX_REPO, number=number),
+                title=commit.title,
+                merge_commit=commit.sha,
+                merged_at=commit.date,
+                pr_head=head,
+                config_keys=tuple(sorted(keys)),
+                files=tuple(files[k] for k in sorted(files)),
+                records=tuple(sorted(r.id for r in records)),
+                sources=tuple(sources),
+            )
+        )
+    return entries
+
+
+def _select(model_prefix: str | None, keys: str | None) -> Callable[[str, Any], bool]:
+    key_ok = glob_filter(keys)
+
+    def wanted(key: str, raw: Any) -> bool:
+        if model_prefix is not None and str(raw.get("model-prefix")) != model_prefix:
+            return False
+        return key_ok(key)
+
+    return wanted
+
+
+def _ingest_commit(
+    repo: git.Repo,
+    commit: git.Commit,
+    model_prefix: str | None,
+    keys: str | None,
+    only_pr: int | None,
+    summary: IngestSummary,
+    progress: Progress | None,
+) -> tuple[list[EvidenceRecord], list[LedgerEntry]]:
+    snapshot = Snapshot(repo, commit)
+    masters = load_master_configs(snapshot, wanted=_select(model_prefix, keys))
+    summary.warnings.extend(masters.warnings)
+    summary.commits.append(snapshot.sha)
+    entries = list(masters.entries)
+    summary.config_keys += len({e.key for e in entries})
+    extraction = _Extractor(snapshot, summary, progress).run(entries)
+    drafts = _collapse(extraction.drafts)
+    history = first_parent_history(repo, snapshot.sha)
+    attribution = _attribute(repo, snapshot, history, drafts, summary)
+    changelog_keys: dict[int, set[str]] = {}
+    if only_pr is not None:
+        links, _ = changelog_links(snapshot, extraction.keys)
+        changelog_keys = {only_pr: links.get(only_pr, set())}
+        merge = history.commits[0]
+        kept = []
+        for draft in drafts:
+            backed = only_pr in attribution.links.get(draft.record.id, set())
+            swept = draft.record.config_key in changelog_keys[only_pr]
+            if backed or swept:
+                attribution.links[draft.record.id] = {only_pr}
+                kept.append(draft)
+        attribution.commits[only_pr] = merge
+        if changelog_keys[only_pr]:
+            attribution.changelog_prs.add(only_pr)
+        drafts = kept
+    records = [d.record for d in drafts]
+    summary.files_read += len(snapshot.read_blobs)
+    for record in records:
+        if not attribution.links.get(record.id):
+            summary.unlinked_records += 1
+    entries_out = _entries(repo, drafts, attribution, only_pr, changelog_keys)
+    return records, entries_out
+
+
+def _finish(summary: IngestSummary, records: list[EvidenceRecord]) -> None:
+    summary.records = len(records)
+    summary.partial_records = sum(1 for r in records if r.partial)
+    counts: dict[str, int] = {}
+    for record in records:
+        for construct in {m.construct_name for m in record.partial}:
+            counts[construct] = counts.get(construct, 0) + 1
+    summary.partial_by_construct = dict(sorted(counts.items()))
+    summary.unresolved_scripts = sorted(set(summary.unresolved_scripts))
+    summary.warnings = sorted(set(summary.warnings))
+
+
+def extract(
+    repo_path: Path,
+    rev: str,
+    model_prefix: str | None,
+    keys: str | None,
+    prs: list[int],
+    *,
+    progress: Progress | None = None,
+) -> IngestResult:
+    """Evidence records and PR ledger entries of an InferenceX repository (see module doc)."""
+    repo = open_repo(repo_path)
+    tip = resolve_commit(repo, rev)
+    summary = IngestSummary()
+    records: dict[str, EvidenceRecord] = {}
+    entries: dict[int, LedgerEntry] = {}
+    if prs:
+        history = first_parent_history(repo, tip.hexsha)
+        for number in prs:
+            merge = require_pr_commit(history, number, rev)
+            found, made = _ingest_commit(
+                repo, repo.commit(merge.sha), model_prefix, keys, number, summary, progress
+            )
+            records.update((r.id, r) for r in found)
+            entries.update((e.pr.number, e) for e in made)
+    else:
+        found, made = _ingest_commit(repo, tip, model_prefix, keys, None, summary, progress)
+        records.update((r.id, r) for r in found)
+        entries.update((e.pr.number, e) for e in made)
+    ordered = [records[k] for k in sorted(records)]
+    _finish(summary, ordered)
+    return IngestResult(
+        records=ordered,
+        entries=[entries[n] for n in sorted(entries)],
+        summary=summary,
+    )
+
+
+def merge_entry(existing: LedgerEntry | None, new: LedgerEntry) -> LedgerEntry:
+    """``new`` merged into what the ledger already holds; hand-recorded sweeps and notes kept."""
+    if existing is None:
+        return new
+    return existing.model_copy(
+        update={
+            "title": existing.title or new.title,
+            "merge_commit": existing.merge_commit or new.merge_commit,
+            "merged_at": existing.merged_at or new.merged_at,
+            "pr_head": existing.pr_head or new.pr_head,
+            "config_keys": tuple(sorted({*existing.config_keys, *new.config_keys})),
+            "files": tuple(
+                sorted(
+                    {
+                        (f.path, f.commit, f.blob_sha): f for f in (*existing.files, *new.files)
+                    }.values(),
+                    key=lambda f: (f.path, f.commit),
+                )
+            ),
+            "records": tuple(sorted({*existing.records, *new.records})),
+            "sources": tuple(dict.fromkeys((*existing.sources, *new.sources))),
+        }
+    )

@@ -1,0 +1,377 @@
+"""Which InferenceX PRs introduced or changed an evidence file or config key.
+
+Three sources (spec §5):
+
+* git history: squash commits on the first-parent line whose subject ends in
+  ``(#N)`` (optionally followed by ``[skip-sweep]``; reverts name two numbers,
+  the last one counts). One ``git log`` walk per file set, not per point.
+* ``refs/pull/N/head`` when the repository has it (the PR head commit).
+* ``perf-changelog.yaml`` entries: ``config-keys`` (globs, ``*`` only) →
+  ``pr-link``.
+
+"Changed" means changed *content*: a launcher whose only change is its
+``source .../benchmark_lib.sh`` line (scripts moved to ``deprecated/`` get a
+longer relative path) or a file moved unchanged is followed across the move,
+not attributed to the move; a config key's entry is compared as text (comment
+and blank lines ignored) wherever it lives, so archiving a key into
+``configs/deprecated`` does not count as a change either.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+import git
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from provenance.errors import UsageError
+from provenance.evidence.inferencex.master import (
+    ACTIVE_MASTER_PATHS,
+    DEPRECATED_MASTER_DIR,
+    LEGACY_MASTER_PATHS,
+)
+from provenance.evidence.inferencex.snapshot import Snapshot
+from provenance.safe_yaml import load_yaml_bytes
+
+PR_SUBJECT = re.compile(r"\(#(\d+)\)(?:\s*\[skip-sweep\])?\s*$")
+PR_LINK = re.compile(r"/pull/(\d+)(?:/|$)")
+PERF_CHANGELOG = "perf-changelog.yaml"
+_SOURCE_LINE = re.compile(r"^\s*(?:source|\.)\s+\S*benchmark_lib\.sh")
+_TOP_KEY = re.compile(r"^([^\s#'\"][^:#]*|'[^']*'|\"[^\"]*\"):\s*(?:#.*)?$")
+
+Normaliser = Callable[[bytes], bytes]
+
+
+def pr_of_subject(subject: str) -> int | None:
+    """The PR number of a squash-commit subject (``... (#2120)``), else None."""
+    match = PR_SUBJECT.search(subject)
+    return int(match.group(1)) if match else None
+
+
+class HistoryCommit(BaseModel):
+    """A commit on the first-parent line of the ingested revision (index 0 = newest)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    sha: str
+    index: int
+    timestamp: int
+    subject: str
+    pr: int | None
+
+    @property
+    def date(self) -> dt.date:
+        return dt.datetime.fromtimestamp(self.timestamp, tz=dt.UTC).date()
+
+    @property
+    def title(self) -> str:
+        match = PR_SUBJECT.search(self.subject)
+        return self.subject[: match.start()].rstrip() if match else self.subject
+
+
+@dataclass
+class History:
+    """The first-parent history of one revision."""
+
+    commits: list[HistoryCommit]
+    by_sha: dict[str, HistoryCommit] = field(default_factory=dict)
+    by_pr: dict[int, HistoryCommit] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for commit in self.commits:
+            self.by_sha[commit.sha] = commit
+            # Newest first: the first commit naming a PR is its latest squash.
+            if commit.pr is not None and commit.pr not in self.by_pr:
+                self.by_pr[commit.pr] = commit
+
+
+def first_parent_history(repo: git.Repo, rev: str) -> History:
+    """Every commit on the first-parent line of ``rev``, newest first (one ``git log``)."""
+    out = repo.git.log("--first-parent", "--format=%H%x1f%ct%x1f%s", rev)
+    commits = []
+    for index, line in enumerate(out.splitlines()):
+        sha, stamp, subject = line.split("\x1f", 2)
+        commits.append(
+            HistoryCommit(
+                sha=sha,
+                index=index,
+                timestamp=int(stamp),
+                subject=subject,
+                pr=pr_of_subject(subject),
+            )
+        )
+    return History(commits=commits)
+
+
+class FileChange(BaseModel):
+    """One first-parent commit's change to a path (``status`` A/M/D/R/C; ``old`` for R/C)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    commit: str
+    status: str
+    path: str
+    old: str | None = None
+
+
+def path_changes(repo: git.Repo, rev: str, roots: Iterable[str]) -> dict[str, list[FileChange]]:
+    """Changes under ``roots`` along the first-parent line of ``rev``: path → changes, newest first.
+
+    One ``git log --name-status -M`` walk for the whole file set; renames are
+    indexed under their new path with ``old`` set.
+    """
+    wanted = sorted(set(roots))
+    if not wanted:
+        return {}
+    out = repo.git.log("--first-parent", "--name-status", "-M", "--format=@@%H", rev, "--", *wanted)
+    changes: dict[str, list[FileChange]] = {}
+    commit = ""
+    for line in out.splitlines():
+        if line.startswith("@@"):
+            commit = line[2:].strip()
+            continue
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        status = parts[0][:1]
+        if status in {"R", "C"} and len(parts) == 3:
+            change = FileChange(commit=commit, status=status, path=parts[2], old=parts[1])
+        else:
+            change = FileChange(commit=commit, status=status, path=parts[-1])
+        changes.setdefault(change.path, []).append(change)
+    return changes
+
+
+def launcher_content(data: bytes) -> bytes:
+    """Launcher text for change detection: the ``benchmark_lib.sh`` source line dropped."""
+    lines = data.split(b"\n")
+    return b"\n".join(
+        line for line in lines if not _SOURCE_LINE.match(line.decode("utf-8", "replace"))
+    )
+
+
+def _blob(repo: git.Repo, sha: str, path: str) -> bytes | None:
+    try:
+        entry = repo.commit(sha).tree / path
+    except KeyError:
+        return None
+    data: bytes = entry.data_stream.read()
+    return data
+
+
+def last_content_change(
+    repo: git.Repo,
+    history: History,
+    changes: Mapping[str, list[FileChange]],
+    path: str,
+    *,
+    normalise: Normaliser | None = None,
+) -> tuple[HistoryCommit | None, list[HistoryCommit]]:
+    """(newest commit that changed ``path``'s content, every commit that did, newest first).
+
+    Follows renames; a rename or modification whose normalised content is
+    unchanged (see :func:`launcher_content`) is not a content change.
+    """
+    norm = normalise or (lambda data: data)
+    found: list[HistoryCommit] = []
+    current = path
+    floor = -1  # only changes older than this history index apply to ``current``
+    while True:
+        step = None
+        for change in changes.get(current, []):
+            commit = history.by_sha.get(change.commit)
+            if commit is None or commit.index <= floor:
+                continue
+            step = (change, commit)
+            break
+        if step is None:
+            break
+        change, commit = step
+        floor = commit.index
+        if change.status == "D":
+            break
+        parent_path = change.old if change.status in {"R", "C"} and change.old else current
+        if change.status == "A":
+            found.append(commit)
+            break
+        parents = repo.commit(commit.sha).parents
+        before = _blob(repo, parents[0].hexsha, parent_path) if parents else None
+        after = _blob(repo, commit.sha, current)
+        if before is None or after is None or norm(before) != norm(after):
+            found.append(commit)
+        current = parent_path
+    return (found[0] if found else None), found
+
+
+# --- config-key entries ---------------------------------------------------------------
+
+
+def _master_files_at(tree: git.Tree) -> list[git.Blob]:
+    blobs: list[git.Blob] = []
+    for path in (*ACTIVE_MASTER_PATHS, *LEGACY_MASTER_PATHS):
+        try:
+            entry = tree / path
+        except KeyError:
+            continue
+        if entry.type == "blob":
+            blobs.append(entry)
+    try:
+        folder = tree / DEPRECATED_MASTER_DIR
+    except KeyError:
+        folder = None
+    if folder is not None and folder.type == "tree":
+        blobs.extend(b for b in folder if b.type == "blob" and b.name.endswith(".yaml"))
+    return blobs
+
+
+def key_blocks(text: str) -> dict[str, list[str]]:
+    """Top-level key → hash of its entry text (comment and blank lines ignored)."""
+    blocks: dict[str, list[str]] = {}
+    key: str | None = None
+    body: list[str] = []
+
+    def flush() -> None:
+        if key is not None:
+            digest = hashlib.sha256("\n".join(body).encode("utf-8")).hexdigest()
+            blocks.setdefault(key, []).append(digest)
+
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        match = _TOP_KEY.match(line) if not line[0].isspace() else None
+        if match:
+            flush()
+            key = match.group(1).strip("'\"")
+            body = []
+        else:
+            body.append(line.rstrip())
+    flush()
+    return blocks
+
+
+@dataclass
+class _KeyIndex:
+    repo: git.Repo
+    cache: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+
+    def at(self, sha: str | None) -> dict[str, tuple[str, ...]]:
+        if sha is None:
+            return {}
+        merged: dict[str, list[str]] = {}
+        for blob in _master_files_at(self.repo.commit(sha).tree):
+            blocks = self.cache.get(blob.hexsha)
+            if blocks is None:
+                text = blob.data_stream.read().decode("utf-8", "replace")
+                blocks = key_blocks(text)
+                self.cache[blob.hexsha] = blocks
+            for key, digests in blocks.items():
+                merged.setdefault(key, []).extend(digests)
+        return {key: tuple(sorted(digests)) for key, digests in merged.items()}
+
+
+def master_roots() -> list[str]:
+    return [*ACTIVE_MASTER_PATHS, *LEGACY_MASTER_PATHS, DEPRECATED_MASTER_DIR]
+
+
+def last_key_changes(
+    repo: git.Repo, rev: str, history: History, keys: Iterable[str]
+) -> dict[str, HistoryCommit | None]:
+    """For each config key: the newest first-parent commit that changed its entry text."""
+    pending = set(keys)
+    result: dict[str, HistoryCommit | None] = dict.fromkeys(pending)
+    if not pending:
+        return result
+    out = repo.git.log("--first-parent", "--format=%H", rev, "--", *master_roots())
+    touching = [sha for sha in out.split() if sha in history.by_sha]
+    index = _KeyIndex(repo)
+    newer = index.at(touching[0]) if touching else {}
+    for position, sha in enumerate(touching):
+        older_sha = touching[position + 1] if position + 1 < len(touching) else None
+        older = index.at(older_sha)
+        for key in list(pending):
+            if newer.get(key) != older.get(key):
+                result[key] = history.by_sha[sha]
+                pending.discard(key)
+        if not pending:
+            break
+        newer = older
+    return result
+
+
+# --- perf-changelog -------------------------------------------------------------------
+
+
+class _ChangelogEntry(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    config_keys: list[str] = Field(alias="config-keys")
+    pr_link: str | None = Field(default=None, alias="pr-link")
+
+
+def key_glob_matches(pattern: str, key: str) -> bool:
+    """InferenceX changelog globs: ``*`` is the only wildcard, matched against the whole key."""
+    escaped = re.escape(pattern).replace(r"\*", ".*")
+    return re.fullmatch(escaped, key) is not None
+
+
+def changelog_links(
+    snapshot: Snapshot, keys: Iterable[str]
+) -> tuple[dict[int, set[str]], list[str]]:
+    """PR number → the given keys its ``perf-changelog.yaml`` entries name; plus warnings."""
+    wanted = sorted(set(keys))
+    links: dict[int, set[str]] = {}
+    warnings: list[str] = []
+    raw = snapshot.read(PERF_CHANGELOG)
+    if raw is None:
+        return links, warnings
+    loaded = load_yaml_bytes(raw, PERF_CHANGELOG)
+    items = loaded.data if isinstance(loaded.data, list) else []
+    for position, item in enumerate(items):
+        try:
+            entry = _ChangelogEntry.model_validate(item)
+        except ValidationError:
+            warnings.append(f"{PERF_CHANGELOG}:{loaded.line_of((position,))}: entry skipped")
+            continue
+        match = PR_LINK.search(entry.pr_link or "")
+        if match is None:
+            warnings.append(
+                f"{PERF_CHANGELOG}:{loaded.line_of((position,))}: pr-link "
+                f"{entry.pr_link!r} names no PR"
+            )
+            continue
+        number = int(match.group(1))
+        for pattern in entry.config_keys:
+            for key in wanted:
+                if key_glob_matches(str(pattern), key):
+                    links.setdefault(number, set()).add(key)
+    return links, warnings
+
+
+def pr_head(repo: git.Repo, number: int) -> str | None:
+    """The commit ``refs/pull/<N>/head`` points at, when the repository has the ref."""
+    try:
+        out = repo.git.rev_parse("--verify", "--quiet", f"refs/pull/{number}/head^{{commit}}")
+    except git.GitCommandError:
+        return None
+    return out.strip() or None
+
+
+def glob_filter(pattern: str | None) -> Callable[[str], bool]:
+    if pattern is None:
+        return lambda _key: True
+    return lambda key: fnmatch.fnmatchcase(key, pattern)
+
+
+def require_pr_commit(history: History, number: int, rev: str) -> HistoryCommit:
+    commit = history.by_pr.get(number)
+    if commit is None:
+        raise UsageError(
+            f"no commit with subject ending in (#{number}) on the first-parent history of {rev}"
+        )
+    return commit

@@ -1,0 +1,343 @@
+"""Single-node launchers: which script runs for a config key, with which env (spec §2).
+
+Routing (spec §2.4): the runner label of a config key maps to concrete
+runners in ``configs/runners.yaml`` (``cluster:<fleet>`` names the fleet
+directly); a concrete runner ``<fleet>_<n>`` runs ``runners/launch_<fleet>.sh``,
+which composes the benchmark script path from the matrix env and takes the
+first candidate that exists in the tree (framework-tagged name, then the
+legacy name). Launchers differ (some only know the short form), so the
+candidate templates are read from the launcher file at the commit being
+evaluated — its ``benchmarks/...sh`` path templates in text order, with the
+routing variables substituted — never from a fixed table. The launcher is
+read, never run.
+
+Archived config keys (``configs/deprecated``) cannot be routed by InferenceX
+itself any more: their scripts moved to a ``deprecated/`` sibling directory.
+When no candidate exists, the same names are tried there and the resolution
+says so.
+
+The env a script receives is the one ``benchmark-tmpl.yml`` projects from the
+matrix row (spec §2.2), for the throughput run (``RUN_EVAL=false``,
+``EVAL_ONLY=false``). ``MODEL_PATH`` is set by the runner launcher at run
+time; it is given as ``/models/<checkpoint basename>``, a placeholder that the
+flag normaliser canonicalises by basename.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from provenance.errors import InputError
+from provenance.evidence.bash import evaluate_launcher
+from provenance.evidence.inferencex.master import MasterEntry, SingleNodePoint
+from provenance.evidence.inferencex.snapshot import Snapshot
+from provenance.evidence.record import PartialMarker
+from provenance.flags.model import FlagSet
+from provenance.flags.normalise import normalise_argv
+from provenance.safe_yaml import load_yaml_bytes
+
+RUNNERS_PATHS = ("configs/runners.yaml", ".github/configs/runners.yaml")
+_TEMPLATE = re.compile(r"""benchmarks/[A-Za-z0-9_${}%*:./#-]*?\.sh""")
+_ASSIGN = re.compile(
+    r"""^\s*(?:export\s+|local\s+)?([A-Za-z_][A-Za-z0-9_]*)=(["']?)([^"'\s;]*)\2\s*$"""
+)
+_VAR = re.compile(
+    r"\$\{([A-Za-z_][A-Za-z0-9_]*)((?::-|%%|##|%|#)[^}]*)?\}|\$([A-Za-z_][A-Za-z0-9_]*)"
+)
+
+
+class ScriptResolution(BaseModel):
+    """Where the launcher for one (config key, scenario, spec-decoding) lives."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str | None
+    fleet: str | None
+    launcher: str | None
+    tried: tuple[str, ...] = ()
+    via_deprecated: bool = False
+    alternatives: tuple[str, ...] = ()
+    reason: str | None = None
+
+
+class ServeEvidence(BaseModel):
+    """What a launcher serves for one point: normalised flags plus what could not be evaluated."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    script: str
+    blob_sha: str
+    served: bool
+    flags: FlagSet
+    model: str | None
+    partial: tuple[PartialMarker, ...]
+
+
+def fleets_for_runner(snapshot: Snapshot, runner: str) -> list[str]:
+    """Runner label → fleets (``b200`` → ``b200-cw``, ``b200-nb``, ``b200-dgxc``), in file order.
+
+    Labels (``cluster:`` ones included) come from ``runners.yaml``; a label that
+    is not listed there is itself a runner-name prefix (``b200-dgxc``).
+    """
+    for path in RUNNERS_PATHS:
+        raw = snapshot.read(path)
+        if raw is None:
+            continue
+        data = load_yaml_bytes(raw, path).data
+        labels = data.get("labels", data) if isinstance(data, Mapping) else {}
+        names = labels.get(runner) if isinstance(labels, Mapping) else None
+        if isinstance(names, list) and names:
+            fleets: list[str] = []
+            for name in names:
+                fleet = str(name).rsplit("_", 1)[0]
+                if fleet not in fleets:
+                    fleets.append(fleet)
+            return fleets
+        break
+    return [runner.removeprefix("cluster:")]
+
+
+def _expand(template: str, variables: Mapping[str, str]) -> str | None:
+    """Substitute ``${V}``, ``${V:-d}``, ``${V%%pat}`` …; None when a variable is unknown."""
+    unknown = False
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal unknown
+        name = match.group(1) or match.group(3)
+        op = match.group(2) or ""
+        value = variables.get(name)
+        if op.startswith(":-"):
+            return value if value else op[2:]
+        if value is None:
+            unknown = True
+            return ""
+        if op.startswith("%%") and op[2:].endswith("*"):
+            return value.split(op[2:-1], 1)[0] if op[2:-1] else ""
+        if op:
+            unknown = True
+        return value
+
+    result = _VAR.sub(replace, template)
+    return None if unknown else result
+
+
+def _launcher_variables(text: str, base: dict[str, str]) -> dict[str, str]:
+    """Routing variables plus the launcher's own simple path assignments, expanded in order."""
+    variables = dict(base)
+    for line in text.splitlines():
+        match = _ASSIGN.match(line)
+        if match is None or "$(" in match.group(3):
+            continue
+        name, value = match.group(1), match.group(3)
+        if name in base:
+            continue
+        expanded = _expand(value, variables)
+        if expanded is not None and ("benchmarks/" in expanded or name.endswith("BASE")):
+            variables.setdefault(name, expanded)
+    return variables
+
+
+def script_candidates(launcher_text: str, routing: Mapping[str, str]) -> list[str]:
+    """Single-node benchmark script paths a launcher composes, in text order."""
+    variables = _launcher_variables(launcher_text, dict(routing))
+    found: list[str] = []
+    for line in launcher_text.splitlines():
+        if line.lstrip().startswith("#"):
+            continue
+        # Quotes may split a path (``.../${SCENARIO_SUBDIR}"${EXP_NAME%%_*}_..."``);
+        # a path can be spelt through a variable holding its base.
+        expanded_line = line.replace('"', "").replace("'", "")
+        for name, value in variables.items():
+            if name.endswith("BASE") and "benchmarks/" in value:
+                expanded_line = expanded_line.replace("${" + name + "}", value)
+        for match in _TEMPLATE.finditer(expanded_line):
+            path = _expand(match.group(0), variables)
+            if path is None or path.startswith("benchmarks/multi_node/") or "${" in path:
+                continue
+            if path not in found:
+                found.append(path)
+    return found
+
+
+def routing_variables(entry: MasterEntry, point: SingleNodePoint) -> dict[str, str]:
+    spec = "_mtp" if point.spec_decoding == "mtp" else ""
+    fw_suffix = "_trt" if entry.framework == "trt" else ""
+    subdir = "agentic/" if point.scenario == "agentic-coding" else "fixed_seq_len/"
+    return {
+        "SCENARIO_SUBDIR": subdir,
+        "EXP_NAME": exp_name(entry, point),
+        "MODEL_CODE": entry.model_prefix,
+        "MODEL_PREFIX": entry.model_prefix,
+        "PRECISION": entry.precision,
+        "FRAMEWORK": entry.framework,
+        "SPEC_SUFFIX": spec,
+        "FRAMEWORK_SUFFIX": fw_suffix,
+        "FW_SUFFIX": fw_suffix,
+        "LEGACY_FW_SUFFIX": fw_suffix,
+    }
+
+
+def resolve_script(
+    snapshot: Snapshot, entry: MasterEntry, point: SingleNodePoint
+) -> ScriptResolution:
+    """The launcher for ``entry`` at ``point``, resolved as the runner launchers do."""
+    fleets = fleets_for_runner(snapshot, entry.runner)
+    if not fleets:
+        return ScriptResolution(
+            path=None, fleet=None, launcher=None, reason=f"runner label {entry.runner!r} unknown"
+        )
+    routing = routing_variables(entry, point)
+    results: list[ScriptResolution] = []
+    for fleet in fleets:
+        launcher = f"runners/launch_{fleet}.sh"
+        raw = snapshot.read(launcher)
+        if raw is None:
+            results.append(
+                ScriptResolution(
+                    path=None, fleet=fleet, launcher=None, reason=f"{launcher} not in the tree"
+                )
+            )
+            continue
+        candidates = script_candidates(raw.decode("utf-8", "replace"), routing)
+        chosen = next((c for c in candidates if snapshot.is_file(c)), None)
+        via_deprecated = False
+        if chosen is None:
+            for candidate in candidates:
+                moved = posixpath.join(
+                    posixpath.dirname(candidate), "deprecated", posixpath.basename(candidate)
+                )
+                if snapshot.is_file(moved):
+                    chosen, via_deprecated = moved, True
+                    break
+        results.append(
+            ScriptResolution(
+                path=chosen,
+                fleet=fleet,
+                launcher=launcher,
+                tried=tuple(candidates),
+                via_deprecated=via_deprecated,
+                reason=None if chosen else "no candidate script exists",
+            )
+        )
+    resolved = [r for r in results if r.path is not None]
+    if not resolved:
+        first = results[0]
+        reasons = "; ".join(f"{r.fleet}: {r.reason}" for r in results)
+        return first.model_copy(update={"reason": reasons})
+    chosen_result = resolved[0]
+    others = tuple(sorted({r.path for r in resolved if r.path and r.path != chosen_result.path}))
+    return chosen_result.model_copy(update={"alternatives": others})
+
+
+def exp_name(entry: MasterEntry, point: SingleNodePoint) -> str:
+    if point.scenario == "agentic-coding":
+        return f"{entry.model_prefix}_tp{point.tp}_conc{point.conc}"
+    seq = {(1024, 1024): "1k1k", (8192, 1024): "8k1k"}.get(
+        (point.isl, point.osl), f"{point.isl}_{point.osl}"
+    )
+    return f"{entry.model_prefix}_{seq}"
+
+
+def launcher_env(entry: MasterEntry, point: SingleNodePoint, fleet: str | None) -> dict[str, str]:
+    """The env ``benchmark-tmpl.yml`` gives the launcher for this matrix row (spec §2.2)."""
+    agentic = point.scenario == "agentic-coding"
+    dp_attn = "true" if point.dp_attn else "false"
+    runner_name = f"{fleet}_00" if fleet else entry.runner
+    env = {
+        "MODEL": entry.model,
+        "MODEL_PREFIX": entry.model_prefix,
+        "IMAGE": entry.image,
+        "FRAMEWORK": entry.framework,
+        "PRECISION": entry.precision,
+        "ISL": str(point.isl),
+        "OSL": str(point.osl),
+        "MAX_MODEL_LEN": str(point.max_model_len),
+        "TP": str(point.tp),
+        "PP_SIZE": str(point.pp),
+        "DCP_SIZE": str(point.dcp_size),
+        "PCP_SIZE": str(point.pcp_size),
+        "EP_SIZE": str(point.ep),
+        "DP_ATTENTION": dp_attn,
+        "CONC": str(point.conc),
+        "SPEC_DECODING": point.spec_decoding,
+        "DISAGG": "false",
+        "RUN_EVAL": "false",
+        "EVAL_ONLY": "false",
+        "EXP_NAME": exp_name(entry, point),
+        "SCENARIO_TYPE": point.scenario,
+        "SCENARIO_SUBDIR": "agentic/" if agentic else "fixed_seq_len/",
+        "IS_AGENTIC": "1" if agentic else "0",
+        "RANDOM_RANGE_RATIO": "0.8",
+        "GPU_COUNT": str(point.tp * point.pp * point.pcp_size),
+        "RUNNER_NAME": runner_name,
+        "RUNNER_TYPE": entry.runner,
+        "PORT": "8888",
+        "MODEL_PATH": "/models/" + entry.model.rstrip("/").rsplit("/", 1)[-1],
+        "HF_HUB_CACHE": "/hf-hub-cache",
+        "RESULT_DIR": "/workspace/results",
+    }
+    env["RESULT_FILENAME"] = (
+        f"{env['EXP_NAME']}_{entry.precision}_{entry.framework}_tp{point.tp}-pp{point.pp}"
+        f"-dcp{point.dcp_size}-pcp{point.pcp_size}-ep{point.ep}-dpa{dp_attn}_disagg-false"
+        f"_spec-{point.spec_decoding}_conc{point.conc}_{runner_name}"
+    )
+    if agentic:
+        env["KV_OFFLOADING"] = point.kv_offloading or "none"
+        if point.kv_offload_backend:
+            env["KV_OFFLOAD_BACKEND"] = point.kv_offload_backend
+    return env
+
+
+def evaluate_point(
+    snapshot: Snapshot,
+    entry: MasterEntry,
+    point: SingleNodePoint,
+    resolution: ScriptResolution,
+) -> ServeEvidence:
+    """Statically evaluate the resolved launcher for one point and normalise what it serves."""
+    if resolution.path is None:
+        raise ValueError("evaluate_point needs a resolved script")
+    path = snapshot.safe_path(resolution.path)
+    raw = snapshot.read(path)
+    blob = snapshot.blob_sha(path)
+    if raw is None or blob is None:
+        raise InputError("launcher vanished from the tree", path=path)
+    text = raw.decode("utf-8", "replace")
+    result = evaluate_launcher(text, path, launcher_env(entry, point, resolution.fleet))
+    partial = list(result.partial)
+    if resolution.alternatives:
+        partial.append(
+            PartialMarker(
+                construct_name="fleet-dependent-script",
+                path=resolution.launcher or path,
+                detail="other fleets of runner "
+                f"{entry.runner!r} run {', '.join(resolution.alternatives)}",
+            )
+        )
+    if not result.served or result.argv is None:
+        return ServeEvidence(
+            script=path,
+            blob_sha=blob,
+            served=False,
+            flags=FlagSet(),
+            model=None,
+            partial=tuple(partial),
+        )
+    command = normalise_argv(result.argv, _env_values(result.env))
+    return ServeEvidence(
+        script=path,
+        blob_sha=blob,
+        served=True,
+        flags=command.flags,
+        model=command.model,
+        partial=tuple(partial),
+    )
+
+
+def _env_values(env: Mapping[str, str]) -> dict[str, Any]:
+    return dict(env)

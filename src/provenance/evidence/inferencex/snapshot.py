@@ -1,0 +1,118 @@
+"""Read-only view of an InferenceX repository at one commit.
+
+Everything the extractor reads goes through :class:`Snapshot`: blobs come from
+``repo.commit(rev).tree / path`` (nothing is checked out, nothing is written,
+bare and config-less mirror directories work) and every blob read is
+remembered with its git blob SHA so records can cite it.
+
+Paths are repository-relative POSIX paths. :meth:`Snapshot.safe_path` refuses
+paths that could escape the repository: absolute paths, ``..`` components and
+any component that is a symlink in the git tree (mode ``120000``).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+
+import git
+
+from provenance.errors import InputError, UnsafeInputError
+from provenance.gitread import open_repo, resolve_commit
+
+__all__ = ["SYMLINK_MODE", "Snapshot", "check_relative_path", "open_repo", "resolve_commit"]
+
+SYMLINK_MODE = 0o120000
+
+
+def check_relative_path(path: str, *, origin: str | None = None) -> str:
+    """Normalise ``path``; UnsafeInputError when it is absolute or climbs out with ``..``."""
+    where = origin or path
+    if not path or path.startswith("/") or "\\" in path or "\x00" in path:
+        raise UnsafeInputError(f"path {path!r} is not a relative repository path", path=where)
+    parts = path.split("/")
+    if any(part == ".." for part in parts):
+        raise UnsafeInputError(f"path {path!r} escapes the repository ('..')", path=where)
+    normalised = posixpath.normpath(path)
+    if normalised.startswith("../") or normalised in {".", ".."}:
+        raise UnsafeInputError(f"path {path!r} escapes the repository", path=where)
+    return normalised
+
+
+@dataclass
+class Snapshot:
+    """The tree of one commit, with a record of every blob read."""
+
+    repo: git.Repo
+    commit: git.Commit
+    read_blobs: dict[str, str] = field(default_factory=dict)
+    _cache: dict[str, tuple[bytes, str] | None] = field(default_factory=dict)
+
+    @property
+    def sha(self) -> str:
+        return str(self.commit.hexsha)
+
+    def _entry(self, path: str) -> git.objects.Object | None:
+        try:
+            return self.commit.tree / path
+        except KeyError:
+            return None
+
+    def safe_path(self, path: str, *, origin: str | None = None) -> str:
+        """``path`` checked for escape: relative, no ``..``, no symlink component."""
+        normalised = check_relative_path(path, origin=origin)
+        parts = normalised.split("/")
+        for depth in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:depth])
+            entry = self._entry(prefix)
+            if entry is None:
+                break
+            if entry.mode == SYMLINK_MODE:
+                raise UnsafeInputError(
+                    f"{prefix!r} is a symlink in the repository; refusing to follow it",
+                    path=origin or path,
+                )
+        return normalised
+
+    def is_file(self, path: str) -> bool:
+        entry = self._entry(path)
+        return entry is not None and entry.type == "blob" and entry.mode != SYMLINK_MODE
+
+    def exists(self, path: str) -> bool:
+        return self._entry(path) is not None
+
+    def blob_sha(self, path: str) -> str | None:
+        entry = self._entry(path)
+        if entry is None or entry.type != "blob":
+            return None
+        return str(entry.hexsha)
+
+    def list_files(self, directory: str, suffix: str = "") -> list[str]:
+        """Regular files directly in ``directory`` whose names end with ``suffix``."""
+        entry = self._entry(directory)
+        if entry is None or entry.type != "tree":
+            return []
+        return sorted(
+            f"{directory}/{child.name}"
+            for child in entry
+            if child.type == "blob" and child.mode != SYMLINK_MODE and child.name.endswith(suffix)
+        )
+
+    def read(self, path: str, *, origin: str | None = None) -> bytes | None:
+        """Bytes of ``path`` at this commit (None when absent); records the blob SHA."""
+        safe = self.safe_path(path, origin=origin)
+        if safe in self._cache:
+            cached = self._cache[safe]
+            if cached is not None:
+                self.read_blobs[safe] = cached[1]
+            return None if cached is None else cached[0]
+        entry = self._entry(safe)
+        if entry is None:
+            self._cache[safe] = None
+            return None
+        if entry.type != "blob":
+            raise InputError("expected a file, found a directory", path=safe)
+        data = entry.data_stream.read()
+        self._cache[safe] = (data, str(entry.hexsha))
+        self.read_blobs[safe] = str(entry.hexsha)
+        return bytes(data)

@@ -1,0 +1,147 @@
+"""Small InferenceX-shaped git repositories (built with gitpython) and their files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import git
+
+Files = dict[str, str | None]
+
+
+class RepoBuilder:
+    """Commits files (``None`` deletes, ``"->target"`` makes a symlink) one squash at a time."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.repo = git.Repo.init(root)
+        with self.repo.config_writer() as config:
+            config.set_value("user", "name", "Test")
+            config.set_value("user", "email", "test@example.com")
+            config.set_value("commit", "gpgsign", "false")
+
+    def commit(self, subject: str, files: Files, *, renames: dict[str, str] | None = None) -> str:
+        for old, new in (renames or {}).items():
+            (self.root / new).parent.mkdir(parents=True, exist_ok=True)
+            self.repo.git.mv(old, new)
+        for path, content in files.items():
+            target = self.root / path
+            if content is None:
+                self.repo.git.rm("-q", path)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if content.startswith("->"):
+                if target.exists() or target.is_symlink():
+                    target.unlink()
+                os.symlink(content[2:], target)
+            else:
+                target.write_text(content)
+            self.repo.git.add(path)
+        self.repo.git.commit("-q", "--allow-empty", "-m", subject)
+        return str(self.repo.head.commit.hexsha)
+
+
+RUNNERS = """\
+labels:
+  b300:
+    - b300-nv_00
+    - b300-nv_01
+  h100:
+    - h100-cw_00
+"""
+
+LAUNCH_B300 = """\
+#!/usr/bin/env bash
+set -euo pipefail
+if [[ "$IS_MULTINODE" == "true" ]]; then
+    srtctl apply -f "$CONFIG_FILE"
+else
+    SPEC_SUFFIX=$([[ "$SPEC_DECODING" == "mtp" ]] && printf '_mtp' || printf '')
+    BENCH_BASE="benchmarks/single_node/${SCENARIO_SUBDIR}${EXP_NAME%%_*}_${PRECISION}_b300"
+    BENCH_SCRIPT="${BENCH_BASE}_${FRAMEWORK}${SPEC_SUFFIX}.sh"
+    if [[ ! -f "$BENCH_SCRIPT" ]]; then
+        LEGACY_FW_SUFFIX=$([[ "$FRAMEWORK" == "trt" ]] && printf '_trt' || printf '')
+        BENCH_SCRIPT="${BENCH_BASE}${LEGACY_FW_SUFFIX}${SPEC_SUFFIX}.sh"
+    fi
+    bash "$BENCH_SCRIPT"
+fi
+"""
+
+LAUNCH_H100 = """\
+#!/usr/bin/env bash
+SPEC_SUFFIX=$([[ "$SPEC_DECODING" == "mtp" ]] && printf '_mtp' || printf '')
+bash benchmarks/single_node/${SCENARIO_SUBDIR}"${EXP_NAME%%_*}_${PRECISION}_h100${SPEC_SUFFIX}.sh"
+"""
+
+RECIPE_4P1D = """\
+name: "toy-4p1d"
+model:
+  path: "org/Toy-NVFP4"
+  container: "vllm/vllm-openai:nightly-1"
+  precision: "fp4"
+resources:
+  gpu_type: "b300"
+  gpus_per_node: 8
+  prefill_nodes: 1
+  decode_nodes: 0
+  prefill_workers: 4
+  decode_workers: 1
+  gpus_per_prefill: 1
+  gpus_per_decode: 4
+backend:
+  type: vllm
+  allow_prefill_decode_colocation: true
+  prefill_environment:
+    VLLM_FLOAT32_MATMUL_PRECISION: high
+  decode_environment:
+    VLLM_FLOAT32_MATMUL_PRECISION: high
+  vllm_config:
+    prefill:
+      tensor-parallel-size: 1
+      enable-expert-parallel: false
+      attention-config: '{"backend": "FLASHINFER", "indexer_kv_dtype": "fp8"}'
+      speculative-config: '{"method":"eagle3","num_speculative_tokens":1}'
+      enforce-eager: true
+    decode:
+      tensor-parallel-size: 4
+      enable-expert-parallel: true
+      attention-config: '{"backend": "FLASHINFER", "indexer_kv_dtype": "fp8"}'
+      speculative-config: '{"method":"eagle3","num_speculative_tokens":3}'
+      max-num-seqs: 1024
+benchmark:
+  type: "sa-bench"
+  isl: 8192
+  osl: 1024
+  concurrencies: "64x4096"
+"""
+
+MASTER_DISAGG = """\
+toy-fp4-b300-dynamo-vllm:
+  image: vllm/vllm-openai:nightly-1
+  model: org/Toy-NVFP4
+  model-prefix: toy
+  runner: b300
+  precision: fp4
+  framework: dynamo-vllm
+  multinode: true
+  disagg: true
+  scenarios:
+    fixed-seq-len:
+    - isl: 8192
+      osl: 1024
+      search-space:
+      - conc-list: [64, 4096]
+        prefill:
+          num-worker: 4
+          tp: 1
+          ep: 1
+          dp-attn: false
+          additional-settings:
+          - "CONFIG_FILE=recipes/vllm/toy/4p1d.yaml"
+        decode:
+          num-worker: 1
+          tp: 4
+          ep: 4
+          dp-attn: false
+"""

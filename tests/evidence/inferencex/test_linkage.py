@@ -1,0 +1,124 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from inferencex_fixtures import RepoBuilder
+
+from provenance.errors import UsageError
+from provenance.evidence.inferencex.linkage import (
+    changelog_links,
+    first_parent_history,
+    key_blocks,
+    key_glob_matches,
+    last_content_change,
+    last_key_changes,
+    launcher_content,
+    path_changes,
+    pr_head,
+    pr_of_subject,
+    require_pr_commit,
+)
+from provenance.evidence.inferencex.snapshot import Snapshot, open_repo, resolve_commit
+
+ENTRY = "key-{n}:\n  image: img:{v}\n  model: m\n"
+
+
+def test_pr_subjects() -> None:
+    assert pr_of_subject("Update tags (#2120)") == 2120
+    assert pr_of_subject("Refresh (#2230) [skip-sweep]") == 2230
+    assert pr_of_subject('Revert "x (#1837)" (#1857)') == 1857
+    assert pr_of_subject("direct push") is None
+    assert pr_of_subject("mentions (#12) in the middle") is None
+
+
+def test_key_globs() -> None:
+    assert key_glob_matches("dsr1*", "dsr1-fp4-b200-sglang")
+    assert key_glob_matches("70b-fp8-*-vllm", "70b-fp8-h100-vllm")
+    assert not key_glob_matches("70b-fp8-*-vllm", "70b-fp8-h100-vllm-mtp")
+    assert not key_glob_matches("a.b", "axb")
+
+
+def test_key_blocks_ignore_comments_and_location() -> None:
+    one = "# header\na:\n  x: 1\n\n# comment about b\nb:\n  y: 2\n"
+    two = "b:\n  y: 2\n# other\na:\n  # inline\n  x: 1\n"
+    assert key_blocks(one) == key_blocks(two)
+    assert key_blocks("a:\n  x: 2\n")["a"] != key_blocks(one)["a"]
+
+
+def test_history_and_file_changes_follow_moves(make_repo: Callable[[], RepoBuilder]) -> None:
+    builder = make_repo()
+    body = "".join(f"echo step {i}\n" for i in range(30)) + "vllm serve m --tp 2\n"
+    script = "source ../benchmark_lib.sh\n" + body
+    moved = "source ../../benchmark_lib.sh\n" + body
+    builder.commit("add launcher (#10)", {"benchmarks/fixed/s.sh": script})
+    builder.commit("tune (#11)", {"benchmarks/fixed/s.sh": script + "# more\n"})
+    builder.commit("unrelated (#12)", {"benchmarks/other.sh": "x\n"})
+    builder.commit("no pr here", {"README": "x\n"})
+    builder.commit(
+        "deprecate (#13)",
+        {"benchmarks/fixed/deprecated/s.sh": moved + "# more\n"},
+        renames={"benchmarks/fixed/s.sh": "benchmarks/fixed/deprecated/s.sh"},
+    )
+    repo = open_repo(builder.root)
+    history = first_parent_history(repo, "HEAD")
+    assert [c.pr for c in history.commits] == [13, None, 12, 11, 10]
+    assert history.by_pr[11].title == "tune"
+    changes = path_changes(repo, "HEAD", ["benchmarks"])
+    last, every = last_content_change(
+        repo, history, changes, "benchmarks/fixed/deprecated/s.sh", normalise=launcher_content
+    )
+    assert last is not None and last.pr == 11
+    assert [c.pr for c in every] == [11, 10]
+    raw, _ = last_content_change(repo, history, changes, "benchmarks/fixed/deprecated/s.sh")
+    assert raw is not None and raw.pr == 13
+    with pytest.raises(UsageError):
+        require_pr_commit(history, 99, "HEAD")
+    assert pr_head(repo, 11) is None
+
+
+def test_key_changes_ignore_archiving(make_repo: Callable[[], RepoBuilder]) -> None:
+    builder = make_repo()
+    builder.commit(
+        "add (#1)",
+        {"configs/nvidia-master.yaml": ENTRY.format(n=1, v=1) + ENTRY.format(n=2, v=1)},
+    )
+    builder.commit(
+        "bump key-2 (#2)",
+        {"configs/nvidia-master.yaml": ENTRY.format(n=1, v=1) + ENTRY.format(n=2, v=2)},
+    )
+    builder.commit(
+        "archive key-1 (#3)",
+        {
+            "configs/nvidia-master.yaml": ENTRY.format(n=2, v=2),
+            "configs/deprecated/old-master.yaml": "# archived\n" + ENTRY.format(n=1, v=1),
+        },
+    )
+    builder.commit("add key-3 (#4)", {"configs/amd-master.yaml": ENTRY.format(n=3, v=1)})
+    repo = open_repo(builder.root)
+    history = first_parent_history(repo, "HEAD")
+    found = last_key_changes(repo, "HEAD", history, ["key-1", "key-2", "key-3", "nope"])
+    assert {k: (v.pr if v else None) for k, v in found.items()} == {
+        "key-1": 1,
+        "key-2": 2,
+        "key-3": 4,
+        "nope": None,
+    }
+
+
+def test_changelog_links(make_repo: Callable[[], RepoBuilder]) -> None:
+    builder = make_repo()
+    changelog = """\
+- config-keys: [key-1, "key-*-mtp"]
+  description: ["first"]
+  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/5
+- config-keys: [key-2]
+  description: ["bad link"]
+  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/XXX
+"""
+    builder.commit("changelog (#5)", {"perf-changelog.yaml": changelog})
+    repo = open_repo(builder.root)
+    snap = Snapshot(repo, resolve_commit(repo, "HEAD"))
+    links, warnings = changelog_links(snap, ["key-1", "key-9-mtp", "key-2"])
+    assert links == {5: {"key-1", "key-9-mtp"}}
+    assert len(warnings) == 1 and "XXX" in warnings[0]

@@ -1,0 +1,176 @@
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from inferencex_fixtures import MASTER_DISAGG, RepoBuilder
+
+from provenance.errors import InputError
+from provenance.evidence.inferencex.master import (
+    expand_concurrency,
+    hardware_of_runner,
+    load_master_configs,
+)
+from provenance.evidence.inferencex.snapshot import Snapshot, open_repo, resolve_commit
+from provenance.safe_yaml import load_yaml_text
+
+SINGLE = """\
+toy-fp4-b300-vllm:
+  image: vllm/vllm-openai:nightly-1
+  model: org/Toy-NVFP4
+  model-prefix: toy
+  runner: b300
+  precision: fp4
+  framework: vllm
+  multinode: false
+  scenarios:
+    fixed-seq-len:
+    - isl: 8192
+      osl: 1024
+      search-space:
+      - { tp: 2, conc-list: [1, 4] }
+      - { tp: 4, ep: 4, dp-attn: true, conc-start: 4, conc-end: 20, spec-decoding: mtp }
+other-fp8-h100-sglang:
+  image: lmsysorg/sglang:1
+  model: org/Other
+  model-prefix: other
+  runner: h100
+  precision: fp8
+  framework: sglang
+  multinode: false
+  scenarios:
+    agentic-coding:
+    - dram-utilization: 0.5
+      search-space:
+      - { tp: 8, kv-offloading: dram, kv-offload-backend: { name: x }, conc-list: [2] }
+"""
+
+LEGACY = """\
+old-fp8-h200-sglang:
+  image: img
+  model: org/Old
+  model-prefix: old
+  runner: h200
+  precision: fp8
+  framework: sglang
+  seq-len-configs:
+  - isl: 1024
+    osl: 1024
+    search-space:
+    - { tp: 8, conc-start: 4, conc-end: 16 }
+"""
+
+
+def _snapshot(builder: RepoBuilder, rev: str = "HEAD") -> Snapshot:
+    repo = open_repo(builder.root)
+    return Snapshot(repo, resolve_commit(repo, rev))
+
+
+def test_expand_concurrency_doubles_and_clamps_inclusive() -> None:
+    assert expand_concurrency(4, 64) == [4, 8, 16, 32, 64]
+    assert expand_concurrency(4, 20) == [4, 8, 16, 20]
+    assert expand_concurrency(1, 1) == [1]
+    assert expand_concurrency(8, 4) == []
+
+
+@given(st.integers(1, 512), st.integers(1, 4096))
+def test_expand_concurrency_properties(start: int, end: int) -> None:
+    values = expand_concurrency(start, end)
+    if start > end:
+        assert values == []
+        return
+    assert values[0] == start
+    assert values[-1] == end
+    assert values == sorted(set(values))
+    assert all(b == min(a * 2, end) for a, b in itertools.pairwise(values))
+
+
+def test_hardware_of_runner() -> None:
+    assert hardware_of_runner("b300") == ("b300", True)
+    assert hardware_of_runner("b200-dgxc") == ("b200", True)
+    assert hardware_of_runner("cluster:gb300-nv") == ("gb300", True)
+    assert hardware_of_runner("mi355x-disagg") == ("mi355x", True)
+    assert hardware_of_runner("rtx6000pro-lat") == ("rtx6000pro-lat", False)
+
+
+def test_master_points_expand_per_concurrency(make_repo: Callable[[], RepoBuilder]) -> None:
+    builder = make_repo()
+    builder.commit("add (#1)", {"configs/nvidia-master.yaml": SINGLE})
+    masters = load_master_configs(_snapshot(builder))
+    assert masters.keys() == ["other-fp8-h100-sglang", "toy-fp4-b300-vllm"]
+    toy = masters.by_key("toy-fp4-b300-vllm")[0]
+    assert toy.hardware == "b300" and toy.blob_sha == masters.files["configs/nvidia-master.yaml"]
+    points = [(p.tp, p.ep, p.dp_attn, p.conc, p.spec_decoding) for p in toy.single_points]
+    assert points == [
+        (2, 1, False, 1, "none"),
+        (2, 1, False, 4, "none"),
+        (4, 4, True, 4, "mtp"),
+        (4, 4, True, 8, "mtp"),
+        (4, 4, True, 16, "mtp"),
+        (4, 4, True, 20, "mtp"),
+    ]
+    assert toy.single_points[0].max_model_len == 9472
+    agentic = masters.by_key("other-fp8-h100-sglang")[0].single_points[0]
+    assert agentic.scenario == "agentic-coding"
+    assert agentic.kv_offload_backend == "x" and agentic.max_model_len == 0
+
+
+def test_disagg_points_keep_concurrency_list_and_config_file(
+    make_repo: Callable[[], RepoBuilder],
+) -> None:
+    builder = make_repo()
+    builder.commit("add (#1)", {"configs/nvidia-master.yaml": MASTER_DISAGG})
+    entry = load_master_configs(_snapshot(builder)).entries[0]
+    point = entry.multi_points[0]
+    assert point.concs == (64, 4096)
+    assert point.config_file() == "recipes/vllm/toy/4p1d.yaml"
+    assert point.prefill is not None and point.prefill.num_worker == 4
+    assert point.decode is not None and point.decode.label() == {
+        "num_worker": 1,
+        "tp": 4,
+        "ep": 4,
+        "dp_attn": False,
+    }
+
+
+def test_all_locations_are_read(make_repo: Callable[[], RepoBuilder]) -> None:
+    builder = make_repo()
+    old = builder.commit("legacy (#1)", {".github/configs/nvidia-master.yaml": LEGACY})
+    builder.commit(
+        "archive (#2)",
+        {
+            "configs/nvidia-master.yaml": SINGLE,
+            "configs/deprecated/nvidia-old-master.yaml": LEGACY,
+            ".github/configs/nvidia-master.yaml": None,
+        },
+    )
+    at_old = load_master_configs(_snapshot(builder, old))
+    assert at_old.keys() == ["old-fp8-h200-sglang"]
+    assert [p.conc for p in at_old.entries[0].single_points] == [4, 8, 16]
+    now = load_master_configs(_snapshot(builder))
+    archived = now.by_key("old-fp8-h200-sglang")[0]
+    assert archived.archived and archived.path == "configs/deprecated/nvidia-old-master.yaml"
+
+
+def test_filter_and_bad_entry_is_a_warning(make_repo: Callable[[], RepoBuilder]) -> None:
+    bad = SINGLE + "broken-key:\n  image: x\n  model: y\n  runner: b300\n"
+    builder = make_repo()
+    builder.commit("add (#1)", {"configs/amd-master.yaml": bad})
+    masters = load_master_configs(
+        _snapshot(builder), wanted=lambda key, raw: raw.get("model-prefix") != "other"
+    )
+    assert masters.keys() == ["toy-fp4-b300-vllm"]
+    assert any("broken-key" in w and "amd-master.yaml" in w for w in masters.warnings)
+
+
+def test_parse_entry_names_file_and_line() -> None:
+    from provenance.evidence.inferencex.master import parse_entry
+
+    text = SINGLE.replace("conc-list: [1, 4]", "conc-list: [1, x]")
+    loaded = load_yaml_text(text, "configs/nvidia-master.yaml")
+    with pytest.raises(InputError) as info:
+        parse_entry("toy-fp4-b300-vllm", loaded, "0" * 40)
+    assert "configs/nvidia-master.yaml:14" in str(info.value)

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from inferencex_fixtures import RepoBuilder
+
+from provenance.errors import UnsafeInputError
+from provenance.evidence.inferencex.snapshot import (
+    Snapshot,
+    check_relative_path,
+    open_repo,
+    resolve_commit,
+)
+
+
+def _snapshot(builder: RepoBuilder) -> Snapshot:
+    repo = open_repo(builder.root)
+    return Snapshot(repo, resolve_commit(repo, "HEAD"))
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "../x.yaml", "a/../../x", "a/..", "", "a\\b"])
+def test_escaping_paths_are_refused(path: str) -> None:
+    with pytest.raises(UnsafeInputError):
+        check_relative_path(path)
+
+
+def test_reads_blobs_and_records_their_sha(make_repo: Callable[[], RepoBuilder]) -> None:
+    builder = make_repo()
+    builder.commit("one (#1)", {"a/b.txt": "hello\n"})
+    snap = _snapshot(builder)
+    assert snap.read("a/b.txt") == b"hello\n"
+    assert snap.read("a/missing.txt") is None
+    assert snap.read_blobs == {"a/b.txt": snap.blob_sha("a/b.txt")}
+    assert snap.list_files("a", ".txt") == ["a/b.txt"]
+    assert snap.is_file("a/b.txt") and not snap.is_file("a")
+
+
+def test_symlinks_are_refused(make_repo: Callable[[], RepoBuilder]) -> None:
+    builder = make_repo()
+    builder.commit(
+        "links (#1)",
+        {"real/r.yaml": "a: 1\n", "link.yaml": "->/etc/passwd", "dir": "->real"},
+    )
+    snap = _snapshot(builder)
+    with pytest.raises(UnsafeInputError, match="symlink"):
+        snap.read("link.yaml")
+    with pytest.raises(UnsafeInputError, match="symlink"):
+        snap.read("dir/r.yaml")
+    assert not snap.is_file("link.yaml")
+
+
+def test_bare_clone_works(make_repo: Callable[[], RepoBuilder], tmp_path: object) -> None:
+    import git
+
+    builder = make_repo()
+    builder.commit("one (#1)", {"x.txt": "1\n"})
+    bare = builder.root.parent / "bare.git"
+    git.Repo.clone_from(str(builder.root), str(bare), bare=True)
+    repo = open_repo(bare)
+    snap = Snapshot(repo, resolve_commit(repo, "HEAD"))
+    assert snap.read("x.txt") == b"1\n"
