@@ -1,0 +1,119 @@
+"""``evaluate_launcher``: the ``vllm serve`` command an InferenceX launcher builds.
+
+Agreed API (see the team brief): given a launcher script's text, its repository
+path and the environment the benchmark workflow gives it for one search-space
+point, return the ``vllm serve`` argv the script would run, the environment it
+exports to the engine, and what could not be evaluated. The script is parsed
+and evaluated statically; it is never executed.
+
+Conventions:
+
+* ``argv`` starts with ``"vllm", "serve"``; words are after expansion, quote
+  removal and word splitting. A word (or part of one) that could not be
+  evaluated is rendered ``<unevaluated:CONSTRUCT>`` and a :class:`PartialMarker`
+  for it is in ``partial``. ``argv`` is ``None`` when no serve command is reached.
+* ``env`` holds only variables the launcher itself exports (``export X=...``,
+  ``declare -x``) while the serve command runs, plus assignments prefixed to the
+  command (``VAR=x vllm serve``, ``env VAR=x vllm serve``). Variables the
+  workflow passes in, or that a sourced helper exports, are not reported.
+* ``partial`` lists holes that reach ``argv``/``env``, conditions that decide
+  whether the serve command runs, and constructs that could change anything
+  (``eval``, ``source`` of an unknown file, a ``vllm serve`` hidden in a string).
+  Sorted by line. Empty means the argv is exact for this env.
+* ``sourced`` lists the paths the script sources, as evaluated.
+* Errors: an unparsable script, or one exceeding the evaluation bounds (size,
+  nesting, steps, loop iterations, call depth, value size), raises
+  :class:`~provenance.errors.InputError` with path and line. Nothing else is
+  raised for any input text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from provenance.evidence.bash.evaluator import (
+    DEFAULT_LIMITS,
+    Evaluation,
+    Limits,
+    ServeCapture,
+    evaluate_script,
+)
+from provenance.evidence.bash.values import Text, holes, render
+from provenance.evidence.record import PartialMarker
+
+
+class LauncherResult(BaseModel):
+    """What a launcher would serve for one env (see module docstring)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    argv: list[str] | None
+    env: dict[str, str]
+    partial: list[PartialMarker]
+    served: bool
+    sourced: list[str] = Field(default_factory=list)
+
+
+def evaluate_launcher(
+    script: str,
+    path: str,
+    env: Mapping[str, str],
+    helpers: Mapping[str, str] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> LauncherResult:
+    """Statically evaluate ``script`` for ``env``; see the module docstring.
+
+    ``helpers`` maps a sourced file's path or basename (e.g. ``benchmark_lib.sh``)
+    to its text, so the evaluator follows it instead of using built-in facts.
+    """
+    evaluation = evaluate_script(script, path, env, helpers=helpers, limits=limits)
+    return launcher_result(evaluation)
+
+
+def launcher_result(evaluation: Evaluation) -> LauncherResult:
+    markers: list[PartialMarker] = list(evaluation.markers)
+    if not evaluation.serves:
+        return LauncherResult(
+            argv=None,
+            env={},
+            partial=_ordered(markers),
+            served=False,
+            sourced=list(evaluation.sourced),
+        )
+    serve: ServeCapture = evaluation.serves[0]
+    if len(evaluation.serves) > 1:
+        lines = ", ".join(str(s.line) for s in evaluation.serves)
+        markers.append(
+            PartialMarker(
+                construct_name="multiple-serve",
+                path=evaluation.path,
+                line=evaluation.serves[1].line,
+                detail=f"vllm serve reached {len(evaluation.serves)} times (lines {lines}); "
+                "argv is the first",
+            )
+        )
+    markers.extend(serve.markers)
+    for word in serve.argv:
+        markers.extend(_markers_of(word))
+    env: dict[str, str] = {}
+    for name, value in serve.env:
+        markers.extend(_markers_of(value))
+        env[name] = render(value)
+    return LauncherResult(
+        argv=[render(word) for word in serve.argv],
+        env=env,
+        partial=_ordered(markers),
+        served=True,
+        sourced=list(evaluation.sourced),
+    )
+
+
+def _markers_of(text: Text) -> list[PartialMarker]:
+    return [hole.marker for hole in holes(text)]
+
+
+def _ordered(markers: list[PartialMarker]) -> list[PartialMarker]:
+    unique = list(dict.fromkeys(markers))
+    return sorted(unique, key=lambda m: (m.line or 0, m.construct_name, m.detail))
