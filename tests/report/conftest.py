@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -43,7 +44,7 @@ def sel(
     *,
     nodes: int | None = 1,
     features: tuple[str, ...] = (),
-    modes: dict[str, str | None] | None = None,
+    modes: Mapping[str, str | None] | None = None,
     pd: tuple[int, str, int, str] | None = None,
 ) -> Selection:
     return Selection(
@@ -58,7 +59,7 @@ def sel(
             decode=PdPool(nodes=pd[2], parallelism=pd[3]),
         ),
         features=features,
-        feature_modes=modes or {},
+        feature_modes=dict(modes or {}),
     )
 
 
@@ -291,3 +292,141 @@ def sweeps() -> dict[str, tuple[SweepRun, ...]]:
 def facts() -> dict[str, str]:
     """Strings the tests look for in the rendered page."""
     return {"hostile": HOSTILE, "eagle_detail": EAGLE_DETAIL, "recipe": RECIPE, "ix": IX}
+
+
+# --- a report the size of MiniMax-M3's full cross-product ------------------------------------
+# 23 variant × hardware rows, 43 deployment shapes (3 single-node, 4 multi-node, 36 P/D pool
+# pairs), 72 feature sets: 71,208 combinations, as the recipes builder enumerates for
+# MiniMax-M3 at 8959cf6. Outcomes differ by row, shape, speculative mode and text-only, so
+# the audit's grouping leaves ~6,000 groups — more than a real audit, whose groups also
+# merge across shapes.
+
+FULL_ROWS = (
+    *(("default", hw) for hw in ("h100", "h200", "h20", "b200", "b300", "gb200", "gb300")),
+    *(("mxfp8", hw) for hw in ("h100", "h200", "b200", "b300", "gb200", "gb300")),
+    *(("nvfp4", hw) for hw in ("b200", "b300", "gb200", "gb300", "rtx6000")),
+    *(("mxfp4", hw) for hw in ("mi300x", "mi325x", "mi355x", "mi350x", "mi308x")),
+)
+_POOLS = tuple((n, p) for n in (1, 2) for p in ("tp", "tep", "dep"))
+
+
+def _full_shapes() -> list[dict[str, Any]]:
+    shapes: list[dict[str, Any]] = [
+        {"strategy": f"single_node_{p}", "nodes": 1} for p in ("tp", "tep", "dep")
+    ]
+    shapes += [{"strategy": f"multi_node_{p}", "nodes": 2} for p in ("tp", "tp_pp", "tep", "dep")]
+    shapes += [
+        {"strategy": "pd_cluster", "pd": (pn, pp, dn, dp)} for pn, pp in _POOLS for dn, dp in _POOLS
+    ]
+    return shapes
+
+
+def _full_feature_sets() -> list[tuple[tuple[str, ...], dict[str, str | None], str | None, bool]]:
+    out = []
+    for spec in (None, "eagle3", "eagle3_gqa"):
+        for tools in (False, True):
+            for think in (None, "reasoning", "thinking_always_on"):
+                for text_only in (False, True):
+                    for encoder in (False, True):
+                        names = [
+                            *(["tool_calling"] if tools else []),
+                            *([think] if think else []),
+                            *(["spec_decoding"] if spec else []),
+                            *(["text_only"] if text_only else []),
+                            *(["encoder_parallel"] if encoder else []),
+                        ]
+                        modes: dict[str, str | None] = {"spec_decoding": spec} if spec else {}
+                        out.append((tuple(names), modes, spec, text_only))
+    return out
+
+
+def full_cross_product_report() -> AuditReport:
+    shapes = _full_shapes()
+    feature_sets = _full_feature_sets()
+    groups: dict[tuple[Any, ...], list[Selection]] = {}
+    for variant, hardware in FULL_ROWS:
+        for shape in shapes:
+            for names, modes, spec, text_only in feature_sets:
+                selection = sel(
+                    variant,
+                    hardware,
+                    shape["strategy"],
+                    nodes=shape.get("nodes"),
+                    pd=shape.get("pd"),
+                    features=names,
+                    modes=modes,
+                )
+                key = (variant, hardware, shape["strategy"], shape.get("pd"), spec, text_only)
+                groups.setdefault(key, []).append(selection)
+    verdicts = []
+    for (variant, hardware, strategy, pd, spec, text_only), selections in groups.items():
+        record = hashlib.sha256(f"{variant}/{hardware}/{strategy}".encode()).hexdigest()
+        pr = f"{IX}#{2000 + len(hardware) * 37 + len(variant)}"
+        base = [
+            flag("kv_cache_dtype", "fp8" if variant != "default" else "auto", (record, pr[-4:])),
+            flag("tensor_parallel_size", "8" if pd is None else str(pd[0] * 4), (record, pr[-4:])),
+        ]
+        if text_only:
+            base.append(flag("language_model_only", "true"))
+        if spec:
+            base.append(flag("speculative_config.method", spec, (record, pr[-4:])))
+            base.append(flag("speculative_config.num_speculative_tokens", "3"))
+        roles = (
+            (RoleFlags(role="serve", flags=tuple(base)),)
+            if pd is None
+            else tuple(RoleFlags(role=r, flags=tuple(base)) for r in ("prefill", "decode"))
+        )
+        recommended = spec is None and not text_only and strategy == "single_node_tp"
+        verdicts.append(
+            VerdictEntry(
+                recipe=RECIPE,
+                selections=tuple(selections),
+                verdict=VerdictKind.RECOMMENDED if recommended else VerdictKind.GUIDE_ONLY,
+                roles=roles,
+                reasons=()
+                if recommended
+                else (
+                    Reason(
+                        code=ReasonCode.FLAG_UNEVIDENCED,
+                        role=roles[0].role,
+                        flag="speculative_config.num_speculative_tokens",
+                        recipe_value="3",
+                        sources=(pr,),
+                        detail=f"no evidence point on {hardware} sets it with {strategy}",
+                    ),
+                ),
+                nearest=()
+                if recommended
+                else (
+                    NearestEvidence(
+                        record=record,
+                        config_key=f"minimaxm3-{variant}-{hardware}-vllm",
+                        prs=(pr,),
+                        role=roles[0].role,
+                        distance=2,
+                        only_recipe={"speculative_config.num_speculative_tokens": "3"},
+                        changed={"tensor_parallel_size": ("8", "4")},
+                    ),
+                ),
+                evidence=(EvidenceRef(record=record, prs=(pr,)),) if recommended else (),
+            )
+        )
+    total = sum(len(v) for v in groups.values())
+    recommended_count = sum(len(v.selections or ()) for v in verdicts if v.verdict == "recommended")
+    return AuditReport(
+        tool_version="0.1.0",
+        recipes=(RECIPE,),
+        summary=AuditSummary(
+            combinations=total,
+            recommended=recommended_count,
+            guide_only=total - recommended_count,
+            declared=0,
+            undeclared_guide_only=total - recommended_count,
+        ),
+        verdicts=tuple(verdicts),
+    )
+
+
+@pytest.fixture(scope="session")
+def full_report() -> AuditReport:
+    return full_cross_product_report()

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -69,9 +71,7 @@ def page_data(page: str) -> dict[str, Any]:
 def all_selections(report: AuditReport) -> list[tuple[Selection, VerdictEntry]]:
     out = []
     for entry in report.verdicts:
-        for selection in ((entry.selection,) if entry.selection else ()) + (
-            entry.selections or ()
-        ):
+        for selection in ((entry.selection,) if entry.selection else ()) + (entry.selections or ()):
             out.append((selection, entry))
     return out
 
@@ -122,7 +122,9 @@ def test_flags_evidence_prs_and_sweep_runs(report: AuditReport, sweeps: dict[str
     (run,) = (data["runs"][i] for i in runs)
     assert run[0] == 29984401390
     assert strings[run[2]] == "success"
-    assert strings[run[3]] == "https://github.com/SemiAnalysisAI/InferenceX/actions/runs/29984401390"
+    assert (
+        strings[run[3]] == "https://github.com/SemiAnalysisAI/InferenceX/actions/runs/29984401390"
+    )
     # Every flag of every role is in the page with its evidence records.
     flags = {(strings[f[0]], strings[f[1]], bool(f[3])) for f in data["flags"]}
     assert ("speculative_config.method", "eagle3", True) in flags
@@ -189,7 +191,10 @@ def test_title_is_escaped(make_report: Callable[..., AuditReport]) -> None:
 @pytest.mark.parametrize(
     ("ref", "url"),
     [
-        ("SemiAnalysisAI/InferenceX#2120", "https://github.com/SemiAnalysisAI/InferenceX/pull/2120"),
+        (
+            "SemiAnalysisAI/InferenceX#2120",
+            "https://github.com/SemiAnalysisAI/InferenceX/pull/2120",
+        ),
         ("#2120", None),
         ('x"/y#1', None),
         ("javascript:alert(1)//x/y#1", None),
@@ -327,3 +332,31 @@ def _one_entry_report(verdict: VerdictKind) -> AuditReport:
         combinations=1, recommended=0, guide_only=1, declared=0, undeclared_guide_only=1
     )
     return AuditReport(tool_version="t", recipes=("o/m",), summary=summary, verdicts=(entry,))
+
+
+def test_full_cross_product_page_stays_small(full_report: AuditReport) -> None:
+    page = render_html(full_report)
+    data = page_data(page)
+    assert data["meta"]["combinations"] == full_report.summary.combinations == 71208
+    assert len(decoded(data)) == 71208
+    assert len(page.encode()) < 5_000_000
+
+
+def test_write_links_sweep_runs_from_the_report_ledger(
+    tmp_path: Path, make_report: Callable[..., AuditReport]
+) -> None:
+    from provenance.ledger.ledger_dir import Ledger
+    from provenance.ledger.model import LedgerEntry, PrRef
+    from provenance.report.html import write
+
+    run = SweepRun(run_id=30018717056, head_sha="40b363d", conclusion="success", source="t")
+    Ledger(tmp_path).write_entry(
+        LedgerEntry(pr=PrRef(repo="SemiAnalysisAI/InferenceX", number=2314), sweeps=(run,))
+    )
+    out = io.StringIO()
+    write(make_report(ledger=str(tmp_path)), out)
+    strings = page_data(out.getvalue())["s"]
+    assert "https://github.com/SemiAnalysisAI/InferenceX/actions/runs/30018717056" in strings
+    out = io.StringIO()
+    write(make_report(ledger=str(tmp_path / "absent")), out)
+    assert not any("actions/runs" in s for s in page_data(out.getvalue())["s"])

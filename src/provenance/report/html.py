@@ -33,7 +33,8 @@ import re
 from collections.abc import Hashable, Mapping, Sequence
 from enum import StrEnum
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -542,3 +543,18 @@ def render_html(
         f"<script>{script}</script>\n"
         "</body>\n</html>\n"
     )
+
+
+def sweeps_from_ledger(root: Path) -> dict[str, tuple[SweepRun, ...]]:
+    """PR ref (``OWNER/REPO#N``) -> its recorded sweep runs, from a ledger directory."""
+    from provenance.ledger.ledger_dir import Ledger
+
+    return {str(entry.pr): entry.sweeps for entry in Ledger(root).entries() if entry.sweeps}
+
+
+def write(report: AuditReport, out: TextIO) -> None:
+    """The ``html`` report format: the page, with sweep runs from the report's ledger if present."""
+    sweeps = None
+    if report.ledger and Path(report.ledger).is_dir():
+        sweeps = sweeps_from_ledger(Path(report.ledger))
+    out.write(render_html(report, sweeps=sweeps))

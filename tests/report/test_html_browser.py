@@ -1,0 +1,430 @@
+"""End to end: the HTML report in Debian's headless Chromium, driven over the DevTools Protocol.
+
+The browser runs with networking features off and a throw-away profile; the test
+talks to it over a websocket on 127.0.0.1 with the small stdlib client below. It
+takes screenshots, clicks a cell with real mouse events, works the keyboard,
+and reads what the detail panel shows. Load times are printed and recorded as
+test properties (``-s`` or ``--junitxml`` shows them); they are never asserted.
+
+Set ``PROVENANCE_HTML_SCREENSHOT_DIR`` to keep the screenshots.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+import pytest
+
+from provenance.audit.model import AuditReport
+from provenance.report.html import render_html
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+_WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+TIMEOUT = 30.0
+EAGLE_CELL = "MiniMaxAI/MiniMax-M3|single-node|nvfp4@b200|tp"
+HOSTILE_CELL = "MiniMaxAI/MiniMax-M3|single-node|mxfp8@h200|tp"
+
+
+class WebSocket:
+    """The client side of RFC 6455, just enough for the DevTools Protocol (text frames)."""
+
+    def __init__(self, url: str, timeout: float = TIMEOUT) -> None:
+        parts = urlsplit(url)
+        assert parts.scheme == "ws" and parts.hostname == "127.0.0.1", url
+        self.sock = socket.create_connection((parts.hostname, parts.port or 80), timeout=timeout)
+        key = base64.b64encode(os.urandom(16)).decode()
+        request = (
+            f"GET {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nUpgrade: websocket\r\n"
+            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        )
+        self.sock.sendall(request.encode())
+        response = b""
+        while b"\r\n\r\n" not in response:
+            chunk = self.sock.recv(4096)
+            if not chunk:
+                raise ConnectionError("websocket handshake: connection closed")
+            response += chunk
+        head, _, self._buffer = response.partition(b"\r\n\r\n")
+        accept = base64.b64encode(hashlib.sha1((key + _WS_GUID).encode()).digest()).decode()
+        if b" 101 " not in head.split(b"\r\n")[0] or accept.encode() not in head:
+            raise ConnectionError(f"websocket handshake refused: {head[:200]!r}")
+
+    def _read(self, n: int) -> bytes:
+        while len(self._buffer) < n:
+            chunk = self.sock.recv(max(65536, n - len(self._buffer)))
+            if not chunk:
+                raise ConnectionError("websocket closed")
+            self._buffer += chunk
+        out, self._buffer = self._buffer[:n], self._buffer[n:]
+        return out
+
+    def _send_frame(self, opcode: int, payload: bytes) -> None:
+        header = bytes([0x80 | opcode])
+        size = len(payload)
+        if size < 126:
+            header += bytes([0x80 | size])
+        elif size < 1 << 16:
+            header += bytes([0x80 | 126]) + struct.pack(">H", size)
+        else:
+            header += bytes([0x80 | 127]) + struct.pack(">Q", size)
+        mask = os.urandom(4)
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        self.sock.sendall(header + mask + masked)
+
+    def send(self, text: str) -> None:
+        self._send_frame(0x1, text.encode())
+
+    def recv(self) -> str:
+        message = b""
+        while True:
+            first, second = self._read(2)
+            opcode, size = first & 0x0F, second & 0x7F
+            if size == 126:
+                (size,) = struct.unpack(">H", self._read(2))
+            elif size == 127:
+                (size,) = struct.unpack(">Q", self._read(8))
+            mask = self._read(4) if second & 0x80 else None
+            payload = self._read(size)
+            if mask:
+                payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+            if opcode == 0x8:
+                raise ConnectionError("websocket closed by the browser")
+            if opcode == 0x9:
+                self._send_frame(0xA, payload)
+                continue
+            if opcode in (0x0, 0x1):
+                message += payload
+                if first & 0x80:
+                    return message.decode()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class Page:
+    """A DevTools Protocol session with one page target."""
+
+    def __init__(self, ws: WebSocket) -> None:
+        self.ws = ws
+        self.next_id = 0
+        self.events: list[dict[str, Any]] = []
+
+    def call(self, method: str, **params: Any) -> dict[str, Any]:
+        self.next_id += 1
+        ident = self.next_id
+        self.ws.send(json.dumps({"id": ident, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.ws.recv())
+            if message.get("id") == ident:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                result: dict[str, Any] = message.get("result", {})
+                return result
+            self.events.append(message)
+
+    def wait_event(self, name: str) -> dict[str, Any]:
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            for i, event in enumerate(self.events):
+                if event.get("method") == name:
+                    del self.events[: i + 1]
+                    return event
+            self.events.append(json.loads(self.ws.recv()))
+        raise TimeoutError(name)
+
+    def js(self, expression: str) -> Any:
+        result = self.call(
+            "Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True
+        )
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
+        return result["result"].get("value")
+
+    def wait_for(self, expression: str) -> Any:
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            value = self.js(expression)
+            if value:
+                return value
+            time.sleep(0.05)
+        raise TimeoutError(expression)
+
+    def open(self, url: str) -> dict[str, float]:
+        """Navigate, wait until the page script has drawn everything; its timings in ms."""
+        self.events.clear()
+        self.call("Page.navigate", url=url)
+        self.wait_event("Page.loadEventFired")
+        self.wait_for("document.documentElement.getAttribute('data-ready') === 'true'")
+        timings: dict[str, float] = self.js(
+            "(() => { const n = performance.getEntriesByType('navigation')[0];"
+            " return {ready: window.__provenanceReadyAt,"
+            " domContentLoaded: n.domContentLoadedEventEnd, load: n.loadEventEnd}; })()"
+        )
+        return timings
+
+    def screenshot(self, path: Path) -> bytes:
+        data = base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"])
+        path.write_bytes(data)
+        return data
+
+    def click(self, selector: str) -> None:
+        """A real mouse click in the middle of the element (scrolled into view first)."""
+        box = self.js(
+            f"(() => {{ const e = document.querySelector({json.dumps(selector)});"
+            " if (!e) return null; e.scrollIntoView({block: 'center', inline: 'center'});"
+            " const r = e.getBoundingClientRect();"
+            " return {x: r.left + r.width / 2, y: r.top + r.height / 2}; })()"
+        )
+        assert box is not None, f"no element {selector}"
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            self.call(
+                "Input.dispatchMouseEvent",
+                type=kind,
+                x=box["x"],
+                y=box["y"],
+                button="left" if kind != "mouseMoved" else "none",
+                clickCount=1,
+            )
+
+    def key(self, key: str, code: str, keycode: int, text: str | None = None) -> None:
+        down: dict[str, Any] = {
+            "type": "keyDown",
+            "key": key,
+            "code": code,
+            "windowsVirtualKeyCode": keycode,
+        }
+        if text is not None:
+            down["text"] = text
+        self.call("Input.dispatchKeyEvent", **down)
+        self.call(
+            "Input.dispatchKeyEvent",
+            type="keyUp",
+            key=key,
+            code=code,
+            windowsVirtualKeyCode=keycode,
+        )
+
+    def text_of(self, selector: str) -> str:
+        value: str = self.js(f"document.querySelector({json.dumps(selector)}).innerText")
+        return value
+
+
+def cell_selector(cell_id: str) -> str:
+    return f"button.cell[data-cell={json.dumps(cell_id)}]"
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
+    if CHROMIUM is None:
+        pytest.skip("chromium is not on PATH")
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    log = (tmp_path_factory.mktemp("chromium-log") / "stderr.txt").open("wb")
+    process = subprocess.Popen(
+        [
+            CHROMIUM,
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={profile}",
+            "--remote-debugging-address=127.0.0.1",
+            "--remote-debugging-port=0",
+            "--window-size=1440,1000",
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
+    ws: WebSocket | None = None
+    try:
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + TIMEOUT
+        while not (port_file.exists() and port_file.read_text().strip()):
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("chromium did not start its DevTools endpoint")
+            time.sleep(0.05)
+        port = int(port_file.read_text().split()[0])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=TIMEOUT) as r:
+            targets = json.load(r)
+        target = next(t for t in targets if t.get("type") == "page")
+        ws = WebSocket(target["webSocketDebuggerUrl"])
+        page = Page(ws)
+        page.call("Page.enable")
+        page.call("Runtime.enable")
+        page.call(
+            "Emulation.setDeviceMetricsOverride",
+            width=1440,
+            height=1000,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
+        yield page
+    finally:
+        if ws is not None:
+            ws.close()
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+        log.close()
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Callable[[Page, str], Path]:
+    keep = os.environ.get("PROVENANCE_HTML_SCREENSHOT_DIR")
+
+    def take(page: Page, name: str) -> Path:
+        path = tmp_path / f"{name}.png"
+        data = page.screenshot(path)
+        assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, Path(keep) / path.name)
+        return path
+
+    return take
+
+
+def write_page(tmp_path: Path, page: str, name: str = "report.html") -> str:
+    path = tmp_path / name
+    path.write_text(page, encoding="utf-8")
+    return path.as_uri()
+
+
+def test_click_a_cell_shows_the_reasons_of_a_guide_only_combination(
+    browser: Page,
+    tmp_path: Path,
+    report: AuditReport,
+    sweeps: dict[str, Any],
+    facts: dict[str, str],
+    shots: Callable[[Page, str], Path],
+    record_property: Callable[[str, object], None],
+) -> None:
+    url = write_page(tmp_path, render_html(report, sweeps=sweeps))
+    timings = browser.open(url)
+    record_property("sample_ready_ms", timings["ready"])
+    print(f"sample report: ready {timings['ready']:.0f} ms, load {timings['load']:.0f} ms")
+    shots(browser, "matrix")
+    assert browser.js("document.querySelectorAll('button.cell').length") == 6
+
+    browser.click(cell_selector(EAGLE_CELL))
+    browser.wait_for("!document.getElementById('detail').hidden")
+    panel = browser.text_of("#detail")
+    shots(browser, "detail")
+    assert "nvfp4 · b200 · single_node_tp · 1n · +spec_decoding=eagle3" in panel
+    assert "Why guide-only" in panel
+    assert "flag-unevidenced" in panel
+    assert "attention_config.indexer_kv_dtype" in panel
+    assert facts["eagle_detail"] in panel
+    assert "never-jointly-observed" in panel
+    assert "minimaxm3-fp4-b200-vllm-mtp" in panel  # the nearest evidence, with its diff
+    assert "only in recipe" in panel
+    # The recommended combinations of the same cell are there too.
+    assert "✔ recommended" in panel and "3 combinations" in panel
+    links = browser.js("[...document.querySelectorAll('#detail a')].map(a => a.href)")
+    assert "https://github.com/SemiAnalysisAI/InferenceX/pull/2120" in links
+    assert "https://github.com/SemiAnalysisAI/InferenceX/actions/runs/29984401390" in links
+    assert browser.js("location.hash") == "#cell=" + quote(EAGLE_CELL, safe="")
+    assert browser.js("document.activeElement.id") == "detail-title"
+
+
+def test_keyboard_only(browser: Page, tmp_path: Path, report: AuditReport) -> None:
+    browser.open(write_page(tmp_path, render_html(report)))
+    browser.js(f"document.querySelector({json.dumps(cell_selector(EAGLE_CELL))}).focus()")
+    browser.key("Enter", "Enter", 13, "\r")
+    browser.wait_for("!document.getElementById('detail').hidden")
+    assert "flag-unevidenced" in browser.text_of("#detail")
+    browser.key("Escape", "Escape", 27)
+    browser.wait_for("document.getElementById('detail').hidden")
+    assert browser.js("document.activeElement.getAttribute('data-cell')") == EAGLE_CELL
+    # Arrow keys move between cells; Space opens one.
+    browser.key("ArrowDown", "ArrowDown", 40)
+    moved = browser.js("document.activeElement.getAttribute('data-cell')")
+    assert moved != EAGLE_CELL and moved.startswith("MiniMaxAI/MiniMax-M3|single-node|")
+    browser.key(" ", "Space", 32, " ")
+    browser.wait_for("!document.getElementById('detail').hidden")
+    assert browser.js("document.querySelector('#detail-title').textContent").startswith(
+        moved.split("|")[2].replace("@", " · ")
+    )
+    # Every cell is a button with an accessible name that says what it holds.
+    labels = browser.js("[...document.querySelectorAll('button.cell')].map(b => b.ariaLabel)")
+    assert all("recommended" in label and "guide-only" in label for label in labels)
+
+
+def test_hostile_values_are_shown_as_text(
+    browser: Page, tmp_path: Path, report: AuditReport, facts: dict[str, str]
+) -> None:
+    browser.open(write_page(tmp_path, render_html(report)) + "#cell=" + quote(HOSTILE_CELL))
+    browser.wait_for("!document.getElementById('detail').hidden")
+    panel = browser.text_of("#detail")
+    assert facts["hostile"] in panel
+    assert "declared: mxfp8-hopper" in panel
+    assert browser.js("typeof window.__pwned") == "undefined"
+    assert browser.js("document.querySelectorAll('#detail img, #detail script').length") == 0
+
+
+def test_reverse_view_and_filter(browser: Page, tmp_path: Path, report: AuditReport) -> None:
+    browser.open(write_page(tmp_path, render_html(report)))
+    browser.click("#tab-reverse")
+    browser.wait_for("!document.getElementById('view-reverse').hidden")
+    reverse = browser.text_of("#view-reverse")
+    assert "not-expressible" in reverse and "4 × TP1 prefill workers" in reverse
+    assert "not-reproduced" in reverse
+    assert "minimaxm3-fp4-b200-vllm" not in reverse.replace("minimaxm3-fp4-b200-vllm-mtp", "")
+    browser.click("#tab-matrix")
+    browser.js("document.getElementById('filter').focus()")
+    browser.call("Input.insertText", text="pr:2314")
+    browser.wait_for("document.querySelector('.status').textContent.startsWith('2 of 10')")
+    cells = browser.js("window.provenanceReport.cells()")
+    assert cells == ["MiniMaxAI/MiniMax-M3|pd_cluster|nvfp4@b300|P dep / D tp"]
+
+
+def test_full_cross_product_page(
+    browser: Page,
+    tmp_path: Path,
+    full_report: AuditReport,
+    shots: Callable[[Page, str], Path],
+    record_property: Callable[[str, object], None],
+) -> None:
+    page = render_html(full_report)
+    size = len(page.encode())
+    url = write_page(tmp_path, page)
+    timings = browser.open(url)
+    record_property("full_page_bytes", size)
+    record_property("full_ready_ms", timings["ready"])
+    print(
+        f"full cross-product: {size} bytes, ready {timings['ready']:.0f} ms, "
+        f"load {timings['load']:.0f} ms"
+    )
+    assert browser.js("document.querySelector('.status').textContent").startswith("71208 of 71208")
+    browser.click(cell_selector("MiniMaxAI/MiniMax-M3|pd_cluster|nvfp4@b300|P tep / D dep"))
+    browser.wait_for("!document.getElementById('detail').hidden")
+    assert "no evidence point on b300 sets it with pd_cluster" in browser.text_of("#detail")
+    shots(browser, "full")
+    browser.js("document.getElementById('cols').value = 'features'")
+    browser.js("document.getElementById('cols').dispatchEvent(new Event('change'))")
+    assert browser.js("document.querySelectorAll('button.cell').length") == 23 * 72 * 3
