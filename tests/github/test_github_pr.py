@@ -7,11 +7,13 @@ from github_fake import SENTINEL_TOKEN, FakeGitHub, assert_no_sentinel, serve_re
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from provenance.audit.model import AuditReport
 from provenance.github.client import GitHubClient, GitHubSettings, GitHubUnavailable
 from provenance.github.pr import (
     COMMENT_LIMIT,
     COMMENT_MARKER,
     cited_refs,
+    evidence_prs,
     find_citations,
     missing_citations,
     render_text,
@@ -172,3 +174,33 @@ def test_without_a_token_the_pr_is_not_checked() -> None:
     assert render_text(report) == (
         "GitHub PR vllm-project/recipes#682: not checked (no GITHUB_TOKEN)\n"
     )
+
+
+def test_evidence_prs_come_from_recommended_combinations_only() -> None:
+    def verdict(kind: str, prs: list[str]) -> dict[str, object]:
+        return {
+            "recipe": "MiniMaxAI/MiniMax-M3",
+            "verdict": kind,
+            "roles": [],
+            "evidence": [{"record": "ab" * 32, "prs": prs}],
+        }
+
+    report = AuditReport.model_validate(
+        {
+            "tool_version": "0.1.0",
+            "recipes": ["MiniMaxAI/MiniMax-M3"],
+            "summary": {
+                "combinations": 3,
+                "recommended": 2,
+                "guide_only": 1,
+                "declared": 0,
+                "undeclared_guide_only": 1,
+            },
+            "verdicts": [
+                verdict("recommended", [str(R2310), str(R2120)]),
+                verdict("recommended", [str(R2120)]),
+                verdict("guide-only", [str(R2314)]),
+            ],
+        }
+    )
+    assert evidence_prs(report) == (R2120, R2310)

@@ -7,6 +7,7 @@
   Text inside HTML comments is invisible on GitHub and does not count.
 * :func:`upsert_comment` keeps exactly one ``provenance`` comment per PR, found by the
   hidden marker ``<!-- provenance:audit -->``: it is edited in place, never duplicated.
+* :func:`evidence_prs` lists the PRs behind an audit's recommended combinations.
 * :func:`review_pr` is the one call ``provenance audit``/``cite`` make; without a token
   it returns "not checked" instead of failing.
 """
@@ -20,6 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from provenance.audit.model import AuditReport, VerdictKind
 from provenance.escaping import terminal
 from provenance.github.client import CommentInfo, GitHubClient, GitHubUnavailable
 from provenance.ledger.model import PrRef
@@ -118,6 +120,18 @@ def cited_refs(body: str, required: Iterable[PrRef]) -> frozenset[PrRef]:
             if hit:
                 cited.add(ref)
     return frozenset(cited)
+
+
+def evidence_prs(report: AuditReport) -> tuple[PrRef, ...]:
+    """The evidence PRs behind the report's *recommended* combinations (what a body must cite)."""
+    refs: dict[PrRef, None] = {}
+    for verdict in report.verdicts:
+        if verdict.verdict is not VerdictKind.RECOMMENDED:
+            continue
+        for evidence in verdict.evidence:
+            for text in evidence.prs:
+                refs[PrRef.parse(text)] = None
+    return tuple(sorted(refs, key=lambda r: (r.repo, r.number)))
 
 
 def missing_citations(body: str, required: Iterable[PrRef]) -> tuple[PrRef, ...]:
