@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+import requests
 from github_fake import (
     SENTINEL_TOKEN,
     FakeGitHub,
@@ -205,3 +206,24 @@ def test_a_malformed_answer_is_a_network_error(fake_github: FakeGitHub) -> None:
     )
     with pytest.raises(NetworkError):
         client_for(fake_github.base_url).pull(PR_2120)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "Failed to resolve 'api.github.com' ([Errno -2] Name or service not known)",
+            "DNS failure",
+        ),
+        ("NameResolutionError: temporary failure in name resolution", "DNS failure"),
+        ("[Errno 111] Connection refused", "connection refused"),
+        ("Read timed out.", "timed out"),
+        ("Connection reset by peer", "cannot connect to"),
+    ],
+)
+def test_connection_failures_are_named(text: str, expected: str) -> None:
+    from provenance.github.client import _describe_connection
+
+    assert expected in _describe_connection(
+        requests.exceptions.ConnectionError(text), "https://api.github.com"
+    )

@@ -15,7 +15,9 @@ from provenance.github.pr import (
     cited_refs,
     evidence_prs,
     find_citations,
+    github_pr_report,
     missing_citations,
+    render_markdown,
     render_text,
     review_pr,
     upsert_comment,
@@ -204,3 +206,26 @@ def test_evidence_prs_come_from_recommended_combinations_only() -> None:
         }
     )
     assert evidence_prs(report) == (R2120, R2310)
+
+
+def test_one_call_for_audit_and_cite(fake_github: FakeGitHub) -> None:
+    serve_recipes_682(fake_github)
+    environ = {"GITHUB_TOKEN": SENTINEL_TOKEN, "GITHUB_API_URL": fake_github.base_url}
+    report = github_pr_report(
+        "vllm-project/recipes#682", [R2120, R2314], "audit body", environ=environ
+    )
+    assert report.check is not None and report.check.missing == (R2314,)
+    assert report.comment is not None and report.comment.action == "created"
+    markdown = render_markdown(report)
+    assert "does not cite 1 of 2" in markdown
+    assert (
+        "- [SemiAnalysisAI/InferenceX#2314](https://github.com/SemiAnalysisAI/InferenceX/pull/2314)"
+        in markdown
+    )
+    assert_no_sentinel(markdown, report.model_dump_json())
+
+    offline = github_pr_report("vllm-project/recipes#682", [R2120], environ={})
+    assert (
+        offline.not_checked == "GitHub PR vllm-project/recipes#682: not checked (no GITHUB_TOKEN)"
+    )
+    assert "not checked" in render_markdown(offline)

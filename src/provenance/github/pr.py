@@ -16,14 +16,21 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from provenance.audit.model import AuditReport, VerdictKind
-from provenance.escaping import terminal
-from provenance.github.client import CommentInfo, GitHubClient, GitHubUnavailable
+from provenance.escaping import markdown_inline, terminal
+from provenance.github.client import (
+    DEFAULT_TOKEN_ENV,
+    CommentInfo,
+    GitHubClient,
+    GitHubSettings,
+    GitHubUnavailable,
+    connect,
+)
 from provenance.ledger.model import PrRef
 
 COMMENT_MARKER = "<!-- provenance:audit -->"
@@ -234,6 +241,50 @@ def review_pr(
     check = check_pr(github, pr, required)
     comment = upsert_comment(github, pr, comment_body) if comment_body is not None else None
     return GitHubPrReport(pr=pr, check=check, comment=comment)
+
+
+def github_pr_report(
+    pr: PrRef | str,
+    required: Sequence[PrRef],
+    comment_body: str | None = None,
+    *,
+    token_env: str = DEFAULT_TOKEN_ENV,
+    api_url: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> GitHubPrReport:
+    """``--github-pr``/``--comment`` in one call: connect (unless no token), review, close."""
+    ref = pr if isinstance(pr, PrRef) else PrRef.parse(pr)
+    settings = GitHubSettings.from_environment(token_env, environ)
+    if api_url:
+        settings = settings.model_copy(update={"api_url": api_url})
+    github = connect(settings, environ)
+    try:
+        return review_pr(github, ref, required, comment_body)
+    finally:
+        if isinstance(github, GitHubClient):
+            github.close()
+
+
+def render_markdown(report: GitHubPrReport) -> str:
+    """A markdown section for a job summary or the PR comment (API values escaped)."""
+    if report.not_checked is not None:
+        return f"_{markdown_inline(report.not_checked)}_\n"
+    check = report.check
+    if check is None:
+        return ""
+    lines = [f"#### Evidence cited in {check.pr}", ""]
+    if not check.required:
+        lines.append("No evidence PR backs a recommended combination; nothing to cite.")
+    elif check.missing:
+        lines.append(
+            f"The PR body does not cite {len(check.missing)} of {len(check.required)} "
+            "evidence PRs behind recommended combinations:"
+        )
+        lines.append("")
+        lines.extend(f"- [{ref}]({ref.url})" for ref in check.missing)
+    else:
+        lines.append(f"The PR body cites all {len(check.required)} evidence PRs.")
+    return "\n".join(lines) + "\n"
 
 
 def render_text(report: GitHubPrReport) -> str:
