@@ -7,12 +7,13 @@ from inferencex_fixtures import RepoBuilder
 
 from provenance.errors import UsageError
 from provenance.evidence.inferencex.linkage import (
+    block_origins,
     changelog_links,
+    entry_digest,
     first_parent_history,
     key_blocks,
     key_glob_matches,
     last_content_change,
-    last_key_changes,
     launcher_content,
     path_changes,
     pr_head,
@@ -77,7 +78,7 @@ def test_history_and_file_changes_follow_moves(make_repo: Callable[[], RepoBuild
     assert pr_head(repo, 11) is None
 
 
-def test_key_changes_ignore_archiving(make_repo: Callable[[], RepoBuilder]) -> None:
+def test_block_origins_ignore_archiving(make_repo: Callable[[], RepoBuilder]) -> None:
     builder = make_repo()
     builder.commit(
         "add (#1)",
@@ -97,13 +98,31 @@ def test_key_changes_ignore_archiving(make_repo: Callable[[], RepoBuilder]) -> N
     builder.commit("add key-3 (#4)", {"configs/amd-master.yaml": ENTRY.format(n=3, v=1)})
     repo = open_repo(builder.root)
     history = first_parent_history(repo, "HEAD")
-    found = last_key_changes(repo, "HEAD", history, ["key-1", "key-2", "key-3", "nope"])
-    assert {k: (v.pr if v else None) for k, v in found.items()} == {
-        "key-1": 1,
-        "key-2": 2,
-        "key-3": 4,
-        "nope": None,
+    one = entry_digest(ENTRY.format(n=1, v=1), "key-1")
+    two = entry_digest(ENTRY.format(n=2, v=2), "key-2")
+    three = entry_digest(ENTRY.format(n=3, v=1), "key-3")
+    assert one and two and three
+    found = block_origins(
+        repo,
+        "HEAD",
+        history,
+        [
+            ("key-1", one, True),
+            ("key-2", two, False),
+            ("key-3", three, False),
+            ("nope", "0", False),
+        ],
+    )
+    origin = {k: (v.origin.pr if v.origin else None) for k, v in found.items()}
+    assert origin == {
+        ("key-1", one): 1,
+        ("key-2", two): 2,
+        ("key-3", three): 4,
+        ("nope", "0"): None,
     }
+    archived = found[("key-1", one)].archived_since
+    assert archived is not None and archived.pr == 3
+    assert found[("key-2", two)].archived_since is None
 
 
 def test_changelog_links(make_repo: Callable[[], RepoBuilder]) -> None:

@@ -32,11 +32,12 @@ from provenance.errors import InputError
 from provenance.evidence.inferencex.linkage import (
     History,
     HistoryCommit,
+    block_origins,
     changelog_links,
+    entry_digest,
     first_parent_history,
     glob_filter,
     last_content_change,
-    last_key_changes,
     launcher_content,
     path_changes,
     pr_head,
@@ -116,6 +117,8 @@ class _Draft:
     record: EvidenceRecord
     workloads: list[WorkloadPoint]
     attributed_files: list[str]
+    entry_path: str
+    archived: bool
 
 
 @dataclass
@@ -267,7 +270,7 @@ class _Extractor:
             ep=point.ep,
             dp_attn=point.dp_attn,
         )
-        out.drafts.append(_Draft(record, [workload], [evidence.script]))
+        out.drafts.append(_Draft(record, [workload], [evidence.script], entry.path, entry.archived))
 
     # multi node ----------------------------------------------------------------------
     def _recipe(self, path: str) -> SrtRecipe | str:
@@ -332,7 +335,7 @@ class _Extractor:
             )
             for conc in point.concs
         ]
-        out.drafts.append(_Draft(record, workloads, [path]))
+        out.drafts.append(_Draft(record, workloads, [path], entry.path, entry.archived))
 
 
 def _workload_sort(point: WorkloadPoint) -> tuple[Any, ...]:
@@ -357,7 +360,13 @@ def _collapse(drafts: list[_Draft]) -> list[_Draft]:
         key = json.dumps(content, sort_keys=True)
         existing = groups.get(key)
         if existing is None:
-            groups[key] = _Draft(draft.record, list(draft.workloads), list(draft.attributed_files))
+            groups[key] = _Draft(
+                draft.record,
+                list(draft.workloads),
+                list(draft.attributed_files),
+                draft.entry_path,
+                draft.archived,
+            )
         else:
             existing.workloads.extend(draft.workloads)
     result = []
@@ -365,7 +374,11 @@ def _collapse(drafts: list[_Draft]) -> list[_Draft]:
         unique = {_workload_sort(w): w for w in draft.workloads}
         workloads = tuple(unique[k] for k in sorted(unique))
         record = draft.record.model_copy(update={"workloads": workloads}).with_id()
-        result.append(_Draft(record, list(workloads), draft.attributed_files))
+        result.append(
+            _Draft(
+                record, list(workloads), draft.attributed_files, draft.entry_path, draft.archived
+            )
+        )
     return result
 
 
@@ -384,12 +397,28 @@ def _attribute(
     history: History,
     drafts: list[_Draft],
     summary: IngestSummary,
-) -> _Attribution:
+) -> tuple[_Attribution, list[_Draft]]:
+    """Link each record to the PRs that back it; drop archived points never swept as read.
+
+    An entry archived in ``configs/deprecated`` is evaluated with the launcher
+    of the ingested revision; when that launcher's content changed after the
+    entry was archived, the combination was never swept and is not evidence.
+    """
     result = _Attribution()
     rev = snapshot.sha
     changes = path_changes(repo, rev, HISTORY_ROOTS)
-    keys = {d.record.config_key for d in drafts}
-    key_change = last_key_changes(repo, rev, history, keys)
+    digests: dict[tuple[str, str], str | None] = {}
+    for draft in drafts:
+        where = (draft.record.config_key, draft.entry_path)
+        if where not in digests:
+            raw = snapshot.read(draft.entry_path) or b""
+            digests[where] = entry_digest(raw.decode("utf-8", "replace"), where[0])
+    wanted = {
+        (d.record.config_key, digest, d.archived)
+        for d in drafts
+        if (digest := digests[(d.record.config_key, d.entry_path)]) is not None
+    }
+    origins = block_origins(repo, rev, history, wanted)
     file_change: dict[str, HistoryCommit | None] = {}
     for draft in drafts:
         for path in draft.attributed_files:
@@ -398,6 +427,7 @@ def _attribute(
                 file_change[path], _ = last_content_change(
                     repo, history, changes, path, normalise=launcher_content if kind else None
                 )
+    keys = {d.record.config_key for d in drafts}
     links, warnings = changelog_links(snapshot, keys)
     summary.warnings.extend(warnings)
     key_changelog: dict[str, list[HistoryCommit]] = {}
@@ -407,11 +437,21 @@ def _attribute(
             continue
         for key in named:
             key_changelog.setdefault(key, []).append(commit)
+    kept: list[_Draft] = []
     for draft in drafts:
         record = draft.record
-        candidates = [key_change.get(record.config_key)]
-        candidates += [file_change.get(p) for p in draft.attributed_files]
-        present = [c for c in candidates if c is not None]
+        digest = digests[(record.config_key, draft.entry_path)]
+        block = origins.get((record.config_key, digest)) if digest else None
+        files = [c for c in (file_change.get(p) for p in draft.attributed_files) if c is not None]
+        archived_since = block.archived_since if block else None
+        if archived_since is not None and any(c.index < archived_since.index for c in files):
+            summary.skip(
+                "archived config entry: its launcher changed after archiving (never swept so)",
+                len(draft.workloads),
+            )
+            continue
+        kept.append(draft)
+        present = [c for c in (block.origin if block else None, *files) if c is not None]
         prs: set[int] = set()
         if present:
             latest = min(present, key=lambda c: c.index)
@@ -419,12 +459,14 @@ def _attribute(
                 prs.add(latest.pr)
                 result.commits[latest.pr] = latest
             for commit in key_changelog.get(record.config_key, []):
-                if commit.index <= latest.index and commit.pr is not None:
+                after_change = commit.index <= latest.index
+                before_archiving = archived_since is None or commit.index > archived_since.index
+                if after_change and before_archiving and commit.pr is not None:
                     prs.add(commit.pr)
                     result.commits[commit.pr] = commit
                     result.changelog_prs.add(commit.pr)
         result.links[record.id] = prs
-    return result
+    return result, kept
 
 
 def _entries(
@@ -505,7 +547,7 @@ def _ingest_commit(
     extraction = _Extractor(snapshot, summary, progress).run(entries)
     drafts = _collapse(extraction.drafts)
     history = first_parent_history(repo, snapshot.sha)
-    attribution = _attribute(repo, snapshot, history, drafts, summary)
+    attribution, drafts = _attribute(repo, snapshot, history, drafts, summary)
     changelog_keys: dict[int, set[str]] = {}
     if only_pr is not None:
         links, _ = changelog_links(snapshot, extraction.keys)
@@ -577,29 +619,4 @@ def extract(
         records=ordered,
         entries=[entries[n] for n in sorted(entries)],
         summary=summary,
-    )
-
-
-def merge_entry(existing: LedgerEntry | None, new: LedgerEntry) -> LedgerEntry:
-    """``new`` merged into what the ledger already holds; hand-recorded sweeps and notes kept."""
-    if existing is None:
-        return new
-    return existing.model_copy(
-        update={
-            "title": existing.title or new.title,
-            "merge_commit": existing.merge_commit or new.merge_commit,
-            "merged_at": existing.merged_at or new.merged_at,
-            "pr_head": existing.pr_head or new.pr_head,
-            "config_keys": tuple(sorted({*existing.config_keys, *new.config_keys})),
-            "files": tuple(
-                sorted(
-                    {
-                        (f.path, f.commit, f.blob_sha): f for f in (*existing.files, *new.files)
-                    }.values(),
-                    key=lambda f: (f.path, f.commit),
-                )
-            ),
-            "records": tuple(sorted({*existing.records, *new.records})),
-            "sources": tuple(dict.fromkeys((*existing.sources, *new.sources))),
-        }
     )

@@ -256,48 +256,101 @@ def key_blocks(text: str) -> dict[str, list[str]]:
 
 
 @dataclass
+class _MasterVersion:
+    """Entry digests of one commit's master configs: everywhere, and in archived files only."""
+
+    anywhere: dict[str, set[str]]
+    archived: dict[str, set[str]]
+
+
+@dataclass
 class _KeyIndex:
     repo: git.Repo
     cache: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
-    def at(self, sha: str | None) -> dict[str, tuple[str, ...]]:
+    def blocks(self, blob: git.Blob) -> dict[str, list[str]]:
+        found = self.cache.get(blob.hexsha)
+        if found is None:
+            found = key_blocks(blob.data_stream.read().decode("utf-8", "replace"))
+            self.cache[blob.hexsha] = found
+        return found
+
+    def at(self, sha: str | None) -> _MasterVersion:
+        version = _MasterVersion(anywhere={}, archived={})
         if sha is None:
-            return {}
-        merged: dict[str, list[str]] = {}
+            return version
         for blob in _master_files_at(self.repo.commit(sha).tree):
-            blocks = self.cache.get(blob.hexsha)
-            if blocks is None:
-                text = blob.data_stream.read().decode("utf-8", "replace")
-                blocks = key_blocks(text)
-                self.cache[blob.hexsha] = blocks
-            for key, digests in blocks.items():
-                merged.setdefault(key, []).extend(digests)
-        return {key: tuple(sorted(digests)) for key, digests in merged.items()}
+            archived = str(blob.path).startswith(DEPRECATED_MASTER_DIR + "/")
+            for key, digests in self.blocks(blob).items():
+                version.anywhere.setdefault(key, set()).update(digests)
+                if archived:
+                    version.archived.setdefault(key, set()).update(digests)
+        return version
 
 
 def master_roots() -> list[str]:
     return [*ACTIVE_MASTER_PATHS, *LEGACY_MASTER_PATHS, DEPRECATED_MASTER_DIR]
 
 
-def last_key_changes(
-    repo: git.Repo, rev: str, history: History, keys: Iterable[str]
-) -> dict[str, HistoryCommit | None]:
-    """For each config key: the newest first-parent commit that changed its entry text."""
-    pending = set(keys)
-    result: dict[str, HistoryCommit | None] = dict.fromkeys(pending)
+class BlockOrigin(BaseModel):
+    """Where a config entry's text came from along the first-parent history.
+
+    ``origin``: the newest commit whose parent does not have this exact entry
+    text anywhere (the change that made it). ``archived_since``: for an entry
+    in ``configs/deprecated`` at the ingested revision, the commit that moved
+    it there.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    origin: HistoryCommit | None = None
+    archived_since: HistoryCommit | None = None
+
+
+def entry_digest(text: str, key: str) -> str | None:
+    """The digest :func:`block_origins` tracks for ``key``'s entry in one master file's text."""
+    digests = key_blocks(text).get(key)
+    return digests[0] if digests else None
+
+
+def block_origins(
+    repo: git.Repo,
+    rev: str,
+    history: History,
+    wanted: Iterable[tuple[str, str, bool]],
+) -> dict[tuple[str, str], BlockOrigin]:
+    """For each (key, entry digest, archived?) at ``rev``: its :class:`BlockOrigin`.
+
+    One walk over the first-parent commits that touched master configs,
+    newest first, stopping when every entry's origin is found. Archiving an
+    entry (moving its text to ``configs/deprecated``) does not change it.
+    """
+    pending = {(key, digest): archived for key, digest, archived in wanted}
+    result: dict[tuple[str, str], BlockOrigin] = {k: BlockOrigin() for k in pending}
     if not pending:
         return result
     out = repo.git.log("--first-parent", "--format=%H", rev, "--", *master_roots())
     touching = [sha for sha in out.split() if sha in history.by_sha]
     index = _KeyIndex(repo)
-    newer = index.at(touching[0]) if touching else {}
+    newer = index.at(touching[0]) if touching else _MasterVersion({}, {})
     for position, sha in enumerate(touching):
-        older_sha = touching[position + 1] if position + 1 < len(touching) else None
-        older = index.at(older_sha)
-        for key in list(pending):
-            if newer.get(key) != older.get(key):
-                result[key] = history.by_sha[sha]
-                pending.discard(key)
+        older = index.at(touching[position + 1] if position + 1 < len(touching) else None)
+        commit = history.by_sha[sha]
+        for (key, digest), archived in list(pending.items()):
+            current = result[(key, digest)]
+            if (
+                archived
+                and current.archived_since is None
+                and digest in newer.archived.get(key, set())
+                and digest not in older.archived.get(key, set())
+            ):
+                current = current.model_copy(update={"archived_since": commit})
+            if digest not in newer.anywhere.get(key, set()):
+                del pending[(key, digest)]  # not in the newest version: nothing to trace
+            elif digest not in older.anywhere.get(key, set()):
+                current = current.model_copy(update={"origin": commit})
+                del pending[(key, digest)]
+            result[(key, digest)] = current
         if not pending:
             break
         newer = older

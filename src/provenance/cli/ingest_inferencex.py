@@ -1,0 +1,118 @@
+"""``provenance ingest inferencex``: evidence from an InferenceX git repository (static)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+
+from provenance.cli.runner import run
+from provenance.evidence.inferencex.ingest import Progress
+from provenance.evidence.inferencex.write import IngestOptions, ingest_inferencex, render_report
+from provenance.ledger.paths import default_dirs
+
+
+@contextmanager
+def _progress_bar(enabled: bool) -> Iterator[Progress | None]:
+    """A rich progress bar on stderr when it is a terminal; otherwise nothing."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+    from rich.progress import Progress as Bar
+
+    with Bar(
+        TextColumn("points"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("", total=None)
+
+        def update(done: int, total: int, what: str) -> None:
+            bar.update(task, completed=done, total=total, description=what)
+
+        yield update
+
+
+def _run(options: IngestOptions, output_format: str, show_progress: bool) -> Callable[[], int]:
+    def action() -> int:
+        with _progress_bar(show_progress) as progress:
+            report = ingest_inferencex(options, progress)
+        if output_format == "json":
+            click.echo(report.model_dump_json(indent=2))
+        else:
+            click.echo(render_report(report), nl=False)
+        return 0
+
+    return action
+
+
+@click.command(name="inferencex")
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--rev", default="HEAD", show_default=True, help="Revision to read.")
+@click.option("--model-prefix", default=None, help="Only config keys with this model-prefix.")
+@click.option("--keys", default=None, metavar="GLOB", help="Only config keys matching GLOB.")
+@click.option(
+    "--pr",
+    "prs",
+    type=click.IntRange(min=1),
+    multiple=True,
+    metavar="N",
+    help="Ingest PR N at its merge commit (found on REV's first-parent history); repeatable.",
+)
+@click.option(
+    "--ledger",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=lambda: default_dirs().ledger,
+    show_default="ledger",
+    help="Ledger directory.",
+)
+@click.option(
+    "--evidence",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=lambda: default_dirs().evidence,
+    show_default="evidence",
+    help="Evidence store directory.",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Summary format.",
+)
+def inferencex(
+    path: Path,
+    rev: str,
+    model_prefix: str | None,
+    keys: str | None,
+    prs: tuple[int, ...],
+    ledger: Path,
+    evidence: Path,
+    output_format: str,
+) -> None:
+    """Extract evidence records from the InferenceX repository at PATH (never executed).
+
+    Reads master configs, single-node launchers and srt-slurm recipes with git
+    (PATH may be a work tree or a bare mirror; nothing is checked out), writes
+    one record per evidence point into the evidence store, then the PRs that
+    back them into the ledger. Running it again writes nothing new.
+    """
+    options = IngestOptions(
+        repo=path,
+        rev=rev,
+        model_prefix=model_prefix,
+        keys=keys,
+        prs=prs,
+        ledger=ledger,
+        evidence=evidence,
+    )
+    run(_run(options, output_format, sys.stderr.isatty()))
