@@ -887,7 +887,7 @@ def render_argv(flags: FlagSet) -> list[str]:
             argv.append(_option(name))
         elif value == "false":
             argv.append(_option("no_" + name))
-        elif value.startswith("-") or value == "":
+        elif value.startswith("-") or value == "" or name in BOOLEAN_FLAGS:
             argv.append(f"{_option(name)}={value}")
         else:
             argv += [_option(name), value]
