@@ -229,3 +229,18 @@ def test_one_call_for_audit_and_cite(fake_github: FakeGitHub) -> None:
         offline.not_checked == "GitHub PR vllm-project/recipes#682: not checked (no GITHUB_TOKEN)"
     )
     assert "not checked" in render_markdown(offline)
+
+
+def test_a_reply_quoting_the_marker_is_not_taken_for_ours(fake_github: FakeGitHub) -> None:
+    serve_recipes_682(fake_github)
+    quoting = {
+        "id": 4100000002,
+        "url": "https://api.github.com/repos/vllm-project/recipes/issues/comments/4100000002",
+        "html_url": "https://github.com/vllm-project/recipes/pull/682#issuecomment-4100000002",
+        "body": f"> why does the bot write {COMMENT_MARKER}?",
+        "user": {"login": "reviewer", "id": 1000001, "type": "User"},
+    }
+    fake_github.comments[("vllm-project/recipes", 682)].append(quoting)
+    result = upsert_comment(client_for(fake_github), RECIPES_682, "audit")
+    assert result.action == "created"
+    assert quoting["body"] == f"> why does the bot write {COMMENT_MARKER}?"

@@ -6,7 +6,8 @@
   and number) and a bare ``#N`` (when exactly one required PR has that number).
   Text inside HTML comments is invisible on GitHub and does not count.
 * :func:`upsert_comment` keeps exactly one ``provenance`` comment per PR, found by the
-  hidden marker ``<!-- provenance:audit -->``: it is edited in place, never duplicated.
+  hidden marker ``<!-- provenance:audit -->`` at its start: it is edited in place,
+  never duplicated.
 * :func:`evidence_prs` lists the PRs behind an audit's recommended combinations.
 * :func:`review_pr` is the one call ``provenance audit``/``cite`` make; without a token
   it returns "not checked" instead of failing.
@@ -206,8 +207,11 @@ def with_marker(body: str) -> str:
 
 
 def find_marked(comments: Iterable[CommentInfo]) -> CommentInfo | None:
-    """The oldest comment carrying the marker (the one to keep editing)."""
-    marked = [c for c in comments if COMMENT_MARKER in c.body]
+    """The oldest comment that starts with the marker (the one to keep editing).
+
+    Ours always start with it; a reply that merely quotes the marker is left alone.
+    """
+    marked = [c for c in comments if c.body.lstrip().startswith(COMMENT_MARKER)]
     return min(marked, key=lambda c: c.comment_id) if marked else None
 
 
