@@ -23,6 +23,7 @@ from provenance.flags.normalise import (
     render_argv,
     render_command,
     render_env,
+    split_key,
 )
 
 MODEL = "MiniMaxAI/MiniMax-M3"
@@ -202,6 +203,17 @@ EXPECTED: list[tuple[str, list[str], dict[str, str]]] = [
         "dotted-human-readable-int",
         ["--kv-transfer-config.kv_buffer_size", "1k"],
         {"kv_transfer_config.kv_buffer_size": "1000"},
+    ),
+    (
+        "json-key-with-dots-is-quoted",
+        [
+            "--kv-transfer-config",
+            '{"kv_connector":"LMCacheConnectorV1","kv_connector_extra_config":{"lmcache.mp.port":5555}}',
+        ],
+        {
+            "kv_transfer_config.kv_connector": "LMCacheConnectorV1",
+            'kv_transfer_config.kv_connector_extra_config."lmcache.mp.port"': "5555",
+        },
     ),
     (
         "dotted-null",
@@ -491,7 +503,7 @@ BAD_ARGV: list[tuple[str, list[str], str]] = [
     ("config-file", ["--config", "x.yaml"], "--config"),
     ("not-serve", ["vllm", "bench", "serve"], "vllm serve"),
     ("host-without-value", ["--host"], "--host"),
-    ("json-key-with-dot", ["--hf-overrides", '{"a.b": 1}'], "a.b"),
+    ("flag-and-value-in-one-element", ["--max-model-len auto"], "split it"),
     ("served-model-name-empty", ["--served-model-name"], "at least one"),
     ("bool-flag-then-extra-positional", [MODEL, "--trust-remote-code", "yes"], "yes"),
 ]
@@ -558,6 +570,17 @@ def test_canonical_text(text: str, canonical: str) -> None:
 )
 def test_canonical_value(value: object, canonical: str) -> None:
     assert canonical_value(value) == canonical
+
+
+def test_split_key_undoes_quoting() -> None:
+    assert split_key('kv_transfer_config.kv_connector_extra_config."lmcache.mp.port"') == [
+        "kv_transfer_config",
+        "kv_connector_extra_config",
+        "lmcache.mp.port",
+    ]
+    assert split_key('a."".b') == ["a", "", "b"]
+    with pytest.raises(InputError):
+        split_key('a."b"c')
 
 
 def test_model_basename() -> None:

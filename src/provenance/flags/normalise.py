@@ -63,6 +63,7 @@ __all__ = [
     "render_argv",
     "render_command",
     "render_env",
+    "split_key",
 ]
 
 
@@ -319,11 +320,13 @@ def canonical_flag_name(name: str, *, source: str | None = None) -> str:
     bare = name[2:] if name.startswith("--") else name
     canonical = bare.replace("-", "_")
     if not _FLAG_NAME.fullmatch(canonical):
-        raise _error(
-            f"not a flag name: {name!r}",
-            source,
-            hint="flag names are lowercase letters, digits, '-' and '_' (vLLM is case-sensitive)",
-        )
+        hint = "flag names are lowercase letters, digits, '-' and '_' (vLLM is case-sensitive)"
+        if any(ch.isspace() for ch in name):
+            hint = (
+                "one argv element holds a flag and its value; a shell would split the "
+                "recipe's unquoted command text here, so split it into two elements first"
+            )
+        raise _error(f"not a flag name: {name!r}", source, hint=hint)
     return canonical
 
 
@@ -469,14 +472,7 @@ def _explode(
             out[name] = "{}"
             return
         for sub, inner in value.items():
-            if not isinstance(sub, str) or not sub or "." in sub or sub != sub.strip():
-                raise _error(
-                    f"config key {sub!r} under {name} cannot be a dotted sub-key",
-                    source,
-                    key_path=name,
-                    hint="sub-keys must be non-empty strings without '.' or surrounding spaces",
-                )
-            _explode(f"{name}.{sub}", inner, out, source, from_text=False)
+            _explode(f"{name}.{_key_segment(sub, name, source)}", inner, out, source, False)
         return
     if isinstance(value, str) and name in _BASENAME_KEYS:
         out[name] = model_basename(value)
@@ -486,6 +482,50 @@ def _explode(
         out[name] = value if base in _VERBATIM_VALUE_FLAGS else canonical_text(value)
         return
     out[name] = canonical_value(value)
+
+
+def _key_segment(sub: object, parent: str, source: str | None) -> str:
+    """One sub-key as it appears in a canonical key; JSON-quoted when it contains a dot.
+
+    ``{"lmcache.mp.port": 1}`` under ``kv_connector_extra_config`` is the key
+    ``...kv_connector_extra_config."lmcache.mp.port"``, distinct from the nested
+    ``...lmcache.mp.port`` that a dotted CLI spelling would mean.
+    """
+    if isinstance(sub, bool):
+        text = "true" if sub else "false"
+    elif isinstance(sub, int | float) or sub is None:
+        text = json.dumps(sub)
+    elif isinstance(sub, str):
+        text = sub
+    else:
+        raise _error(f"config key {sub!r} under {parent} is not a string", source, key_path=parent)
+    if not text or "." in text or text.startswith('"') or text != text.strip():
+        return json.dumps(text, ensure_ascii=False)
+    return text
+
+
+def split_key(key: str) -> list[str]:
+    """Split a canonical key into its flag name and sub-keys (undoing JSON quoting)."""
+    parts: list[str] = []
+    decoder = json.JSONDecoder()
+    i = 0
+    while True:
+        if key.startswith('"', i):
+            try:
+                segment, i = decoder.raw_decode(key, i)
+            except json.JSONDecodeError:
+                raise InputError(f"malformed quoted sub-key in {key!r}") from None
+            if i < len(key) and key[i] != ".":
+                raise InputError(f"malformed quoted sub-key in {key!r}")
+            parts.append(str(segment))
+        else:
+            end = key.find(".", i)
+            end = len(key) if end < 0 else end
+            parts.append(key[i:end])
+            i = end
+        if i >= len(key):
+            return parts
+        i += 1  # the "." separator
 
 
 def _flagset(
@@ -864,10 +904,9 @@ def render_argv(flags: FlagSet) -> list[str]:
     for key, value in flags.items():
         if key.startswith("env:"):
             continue
-        name, dot, sub = key.partition(".")
-        if dot:
+        name, *parts = split_key(key)
+        if parts:
             node = configs.setdefault(name, {})
-            parts = sub.split(".")
             for part in parts[:-1]:
                 child = node.setdefault(part, {})
                 if not isinstance(child, dict):
