@@ -227,3 +227,10 @@ def test_connection_failures_are_named(text: str, expected: str) -> None:
     assert expected in _describe_connection(
         requests.exceptions.ConnectionError(text), "https://api.github.com"
     )
+
+
+def test_a_token_with_control_characters_is_refused_without_echoing_it() -> None:
+    with pytest.raises(UsageError) as caught:
+        connect(GitHubSettings(), environ={"GITHUB_TOKEN": f"{SENTINEL_TOKEN}\nX-Evil: 1"})
+    assert "control characters" in caught.value.message
+    assert_no_sentinel(caught.value.diagnostic())

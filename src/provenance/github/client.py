@@ -124,6 +124,11 @@ def resolve_token(token_env: str, environ: Mapping[str, str] | None = None) -> s
     """The token in ``token_env``, or None when it is unset or blank."""
     env = os.environ if environ is None else environ
     value = env.get(token_env, "").strip()
+    if any(ch.isspace() or not ch.isprintable() for ch in value):
+        raise UsageError(
+            f"the token in ${token_env} contains whitespace or control characters",
+            hint="store the token alone, on one line",
+        )
     return value or None
 
 
@@ -286,7 +291,10 @@ class GitHubClient:
             self._raise(what, f"unexpected answer from the API ({type(exc).__name__}: {exc})")
 
     def _raise(self, what: str, detail: str) -> NoReturn:
-        message = redact(f"GitHub API at {self._api_url}: {what}: {detail}", [self._token])
+        message = redact(
+            f"GitHub API at {self._api_url}: {what}: {detail}",
+            [self._token, repr(self._token)[1:-1]],
+        )
         raise NetworkError(
             message,
             hint="check the network and the token, or run without a token to skip online checks",
