@@ -145,3 +145,42 @@ toy-fp4-b300-dynamo-vllm:
           ep: 4
           dp-attn: false
 """
+
+SCRIPT_MTP = """\
+#!/usr/bin/env bash
+source "$(dirname "$0")/../benchmark_lib.sh"
+check_env_vars MODEL TP CONC ISL OSL MAX_MODEL_LEN
+export VLLM_FLOAT32_MATMUL_PRECISION=high
+if [ "$DP_ATTENTION" = "true" ]; then
+  PARALLEL_ARGS="--tensor-parallel-size=1 --data-parallel-size=$TP --enable-expert-parallel"
+elif [ "$EP_SIZE" -gt 1 ]; then
+  PARALLEL_ARGS="--tensor-parallel-size=$TP --enable-expert-parallel"
+else
+  PARALLEL_ARGS="--tensor-parallel-size=$TP"
+fi
+declare -A SPEC_MAP=( [8192:2:2:true:128]=4 [8192:4:1:false:1]=2 )
+NUM_SPEC=${SPEC_MAP["$ISL:$TP:$EP_SIZE:$DP_ATTENTION:$CONC"]:-3}
+vllm serve "$MODEL" --port "$PORT" $PARALLEL_ARGS \\
+  --max-model-len "$MAX_MODEL_LEN" \\
+  --max-num-batched-tokens "$((ISL * 2))" \\
+  --speculative-config "{\\"method\\":\\"eagle3\\",\\"num_speculative_tokens\\":$NUM_SPEC}" \\
+  > server.log 2>&1 &
+"""
+
+MASTER_SINGLE = """\
+toy-fp4-b300-vllm-mtp:
+  image: vllm/vllm-openai:nightly-1
+  model: org/Toy-NVFP4
+  model-prefix: toy
+  runner: b300
+  precision: fp4
+  framework: vllm
+  multinode: false
+  scenarios:
+    fixed-seq-len:
+    - isl: 8192
+      osl: 1024
+      search-space:
+      - { tp: 2, ep: 2, dp-attn: true, conc-list: [64, 128], spec-decoding: mtp }
+      - { tp: 4, conc-list: [1, 2, 4], spec-decoding: mtp }
+"""

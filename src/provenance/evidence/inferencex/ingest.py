@@ -50,12 +50,14 @@ from provenance.evidence.inferencex.master import (
     load_master_configs,
 )
 from provenance.evidence.inferencex.scripts import (
+    ArgvNotNormalisableError,
     ScriptResolution,
     evaluate_point,
     resolve_script,
 )
 from provenance.evidence.inferencex.snapshot import Snapshot, open_repo, resolve_commit
 from provenance.evidence.inferencex.srt_slurm import (
+    NotVllmRecipeError,
     SrtRecipe,
     check_against_master,
     load_recipe_bytes,
@@ -245,6 +247,10 @@ class _Extractor:
             return
         try:
             evidence = evaluate_point(self.snapshot, entry, point, resolution)
+        except ArgvNotNormalisableError as exc:
+            self.summary.skip("served argv not normalisable")
+            self.summary.warnings.append(f"{entry.key}: {exc}")
+            return
         except InputError as exc:
             self.summary.skip("launcher could not be evaluated")
             self.summary.warnings.append(f"{entry.key}: {exc}")
@@ -284,8 +290,10 @@ class _Extractor:
         else:
             try:
                 result = load_recipe_bytes(raw, path)
+            except NotVllmRecipeError:
+                result = "srt-slurm recipe is not a vLLM recipe"
             except InputError as exc:
-                result = f"srt-slurm recipe not read: {exc}"
+                result = "srt-slurm recipe unreadable"
                 self.summary.warnings.append(str(exc))
         self._recipes[path] = result
         return result
@@ -299,12 +307,7 @@ class _Extractor:
         path = self.snapshot.safe_path(path, origin=f"{entry.path}:{point.line} ({entry.key})")
         recipe = self._recipe(path)
         if isinstance(recipe, str):
-            reason = (
-                recipe
-                if recipe.startswith("srt-slurm recipe not in")
-                else "srt-slurm recipe unreadable"
-            )
-            self.summary.skip(reason)
+            self.summary.skip(recipe)
             return
         partial = list(recipe.partial)
         if selector:

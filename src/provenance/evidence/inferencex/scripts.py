@@ -51,6 +51,10 @@ _VAR = re.compile(
 )
 
 
+class ArgvNotNormalisableError(InputError):
+    """The flag normaliser refused the served argv (e.g. ``--config FILE``)."""
+
+
 class ScriptResolution(BaseModel):
     """Where the launcher for one (config key, scenario, spec-decoding) lives."""
 
@@ -204,14 +208,18 @@ def resolve_script(
             )
             continue
         candidates = script_candidates(raw.decode("utf-8", "replace"), routing)
-        chosen = next((c for c in candidates if snapshot.is_file(c)), None)
+        # safe_path refuses a candidate that escapes or is (under) a symlink.
+        chosen = next(
+            (c for c in candidates if snapshot.is_file(snapshot.safe_path(c, origin=launcher))),
+            None,
+        )
         via_deprecated = False
         if chosen is None:
             for candidate in candidates:
                 moved = posixpath.join(
                     posixpath.dirname(candidate), "deprecated", posixpath.basename(candidate)
                 )
-                if snapshot.is_file(moved):
+                if snapshot.is_file(snapshot.safe_path(moved, origin=launcher)):
                     chosen, via_deprecated = moved, True
                     break
         results.append(
@@ -328,7 +336,10 @@ def evaluate_point(
             model=None,
             partial=tuple(partial),
         )
-    command = normalise_argv(result.argv, _env_values(result.env))
+    try:
+        command = normalise_argv(result.argv, _env_values(result.env))
+    except InputError as exc:
+        raise ArgvNotNormalisableError(str(exc), path=path) from None
     return ServeEvidence(
         script=path,
         blob_sha=blob,

@@ -42,6 +42,10 @@ ROLE_NAMES: dict[str, RecipeRole] = {
 _CONC_SPLIT = re.compile(r"[x,\s]+")
 
 
+class NotVllmRecipeError(InputError):
+    """The recipe configures another engine (no ``backend.vllm_config``)."""
+
+
 class _Raw(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
 
@@ -202,7 +206,7 @@ def parse_recipe(loaded: LoadedYaml) -> SrtRecipe:
     res = raw.resources
     vllm_config = raw.backend.vllm_config or {}
     if raw.backend.type not in (None, "vllm"):
-        raise InputError(
+        raise NotVllmRecipeError(
             f"backend type {raw.backend.type!r} is not vLLM; only vllm_config recipes are read",
             location=loaded.location(("backend", "type")),
         )
@@ -238,7 +242,7 @@ def parse_recipe(loaded: LoadedYaml) -> SrtRecipe:
         roles[role] = RecipeRoleConfig(role=role, flags=flags, topology=topology)
         topo_roles[role] = topology
     if not roles:
-        raise InputError(
+        raise NotVllmRecipeError(
             "recipe has no backend.vllm_config roles", location=loaded.location(("backend",))
         )
     kind: Literal["disaggregated", "aggregated_multi_node"] = (
@@ -278,11 +282,15 @@ def load_recipe_bytes(data: bytes, path: str) -> SrtRecipe:
     return parse_recipe(load_yaml_bytes(data, path))
 
 
-def _expected_shape(worker: WorkerSpec) -> tuple[int, int, bool]:
-    """Master labels → (tensor-parallel-size, data-parallel-size, expert parallel) (spec §1.4)."""
+def _expected_shapes(worker: WorkerSpec) -> set[tuple[int, int, bool, int]]:
+    """Master labels → accepted (tp, dp, expert parallel, GPUs per worker) (spec §1.4).
+
+    DEP-N is labelled ``tp=N ep=N dp-attn=true`` (the usual convention) or
+    ``tp=1 ep=N dp-attn=true`` (some DeepSeek-V4 keys); both mean N GPUs.
+    """
     if worker.dp_attn:
-        return 1, worker.tp, True
-    return worker.tp, 1, worker.ep > 1
+        return {(1, n, True, n) for n in {worker.tp, worker.ep}}
+    return {(worker.tp, 1, worker.ep > 1, worker.tp)}
 
 
 def check_against_master(
@@ -291,8 +299,9 @@ def check_against_master(
     """Master ↔ recipe mismatches (spec §4.4), as human-readable warnings."""
     problems: list[str] = []
     where = recipe.path
+    aggregated = recipe.topology.kind == "aggregated_multi_node"
     for role_name, worker in (("prefill", point.prefill), ("decode", point.decode)):
-        if worker is None:
+        if worker is None or aggregated:
             continue
         role = recipe.roles.get(role_name)
         if role is None:
@@ -304,17 +313,13 @@ def check_against_master(
                 f"{where}: {role_name} workers {topo.workers} != master num-worker "
                 f"{worker.num_worker}"
             )
-        tp, dp, expert = _expected_shape(worker)
-        if (topo.tp, topo.dp, topo.expert_parallel) != (tp, dp, expert):
+        shape = (topo.tp, topo.dp, topo.expert_parallel, topo.gpus_per_worker)
+        if shape not in _expected_shapes(worker):
             problems.append(
                 f"{where}: {role_name} parallelism tp={topo.tp} dp={topo.dp} "
-                f"ep={'on' if topo.expert_parallel else 'off'} != master tp={worker.tp} "
-                f"ep={worker.ep} dp-attn={str(worker.dp_attn).lower()}"
-            )
-        if topo.gpus_per_worker != worker.tp:
-            problems.append(
-                f"{where}: {role_name} gpus per worker {topo.gpus_per_worker} != master tp "
-                f"{worker.tp}"
+                f"ep={'on' if topo.expert_parallel else 'off'} on {topo.gpus_per_worker} GPU(s) "
+                f"!= master tp={worker.tp} ep={worker.ep} "
+                f"dp-attn={str(worker.dp_attn).lower()}"
             )
     if recipe.concurrencies is not None and tuple(recipe.concurrencies) != tuple(point.concs):
         problems.append(

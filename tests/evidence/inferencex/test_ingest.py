@@ -1,0 +1,177 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from inferencex_fixtures import (
+    LAUNCH_B300,
+    MASTER_DISAGG,
+    MASTER_SINGLE,
+    RECIPE_4P1D,
+    RUNNERS,
+    SCRIPT_MTP,
+    RepoBuilder,
+)
+
+from provenance.errors import UnsafeInputError, UsageError
+from provenance.evidence.inferencex.ingest import IngestResult, extract
+from provenance.evidence.record import EvidenceRecord
+
+SCRIPT = "benchmarks/single_node/fixed_seq_len/toy_fp4_b300_mtp.sh"
+RECIPE = "benchmarks/multi_node/srt-slurm-recipes/vllm/toy/4p1d.yaml"
+CHANGELOG = """\
+- config-keys: [toy-fp4-b300-vllm-mtp]
+  description: ["re-sweep"]
+  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/3
+"""
+
+
+def _base_files() -> dict[str, str | None]:
+    return {
+        "configs/nvidia-master.yaml": MASTER_SINGLE + "\n" + MASTER_DISAGG,
+        "configs/runners.yaml": RUNNERS,
+        "runners/launch_b300-nv.sh": LAUNCH_B300,
+        SCRIPT: SCRIPT_MTP,
+        RECIPE: RECIPE_4P1D,
+    }
+
+
+@pytest.fixture
+def history(make_repo: Callable[[], RepoBuilder]) -> RepoBuilder:
+    builder = make_repo()
+    builder.commit("Add toy configs (#1)", _base_files())
+    builder.commit(
+        "Tune toy launcher (#2)",
+        {
+            SCRIPT: SCRIPT_MTP.replace(
+                "--max-model-len", "--gpu-memory-utilization 0.9 --max-model-len"
+            )
+        },
+    )
+    builder.commit("Re-sweep toy (#3) [skip-sweep]", {"perf-changelog.yaml": CHANGELOG})
+    builder.commit("direct push without a PR number", {"README.md": "x\n"})
+    builder.commit(
+        "Refresh toy recipe (#4)",
+        {RECIPE: RECIPE_4P1D.replace("max-num-seqs: 1024", "max-num-seqs: 512")},
+    )
+    return builder
+
+
+def _by_key(result: IngestResult, key: str) -> list[EvidenceRecord]:
+    return [r for r in result.records if r.config_key == key]
+
+
+def _links(result: IngestResult) -> dict[str, set[int]]:
+    found: dict[str, set[int]] = {}
+    for entry in result.entries:
+        for record_id in entry.records:
+            found.setdefault(record_id, set()).add(entry.pr.number)
+    return found
+
+
+def test_head_records_argv_per_point_and_attribution(history: RepoBuilder) -> None:
+    result = extract(history.root, "HEAD", None, None, [])
+    single = _by_key(result, "toy-fp4-b300-vllm-mtp")
+    by_point = {(w.tp, w.conc): r for r in single for w in r.workloads}
+    assert set(by_point) == {(2, 64), (2, 128), (4, 1), (4, 2), (4, 4)}
+    dep = by_point[(2, 128)].roles["serve"]
+    assert dep["tensor_parallel_size"] == "1" and dep["data_parallel_size"] == "2"
+    assert dep["enable_expert_parallel"] == "true"
+    assert dep["speculative_config.num_speculative_tokens"] == "4"
+    assert by_point[(2, 64)].roles["serve"]["speculative_config.num_speculative_tokens"] == "3"
+    assert by_point[(4, 1)].roles["serve"]["speculative_config.num_speculative_tokens"] == "2"
+    assert by_point[(4, 2)].roles["serve"]["tensor_parallel_size"] == "4"
+    assert "enable_expert_parallel" not in by_point[(4, 2)].roles["serve"]
+    # identical points collapse into one record listing every point it covers
+    assert by_point[(4, 2)] is by_point[(4, 4)]
+    assert [w.conc for w in by_point[(4, 2)].workloads] == [2, 4]
+    assert len(single) == 4
+    record = by_point[(2, 128)]
+    assert record.id == record.compute_id()
+    assert record.hardware == "b300" and record.topology.roles["serve"].dp == 2
+    paths = {f.path: f.kind for f in record.source.files}
+    assert paths == {
+        "configs/nvidia-master.yaml": "master-config",
+        SCRIPT: "launcher",
+        "runners/launch_b300-nv.sh": "other",
+    }
+    links = _links(result)
+    # launcher last changed by #2; #3's changelog re-swept it afterwards
+    assert all(links[r.id] == {2, 3} for r in single)
+    disagg = _by_key(result, "toy-fp4-b300-dynamo-vllm")
+    assert len(disagg) == 1 and links[disagg[0].id] == {4}
+    assert [w.conc for w in disagg[0].workloads] == [64, 4096]
+    assert disagg[0].roles["decode"]["max_num_seqs"] == "512"
+    entry = {e.pr.number: e for e in result.entries}[2]
+    assert entry.title == "Tune toy launcher" and entry.merge_commit
+    assert {f.path for f in entry.files} == set(paths)
+    assert result.summary.records == 5 and result.summary.partial_records == 0
+    assert result.summary.points == 6
+
+
+def test_pr_mode_ingests_at_the_merge_commit(history: RepoBuilder) -> None:
+    first = extract(history.root, "HEAD", None, None, [1])
+    assert {e.pr.number for e in first.entries} == {1}
+    assert len(first.records) == 5
+    assert all("gpu_memory_utilization" not in r.roles.get("serve", {}) for r in first.records)
+    decode = _by_key(first, "toy-fp4-b300-dynamo-vllm")[0].roles["decode"]
+    assert decode["max_num_seqs"] == "1024"
+    resweep = extract(history.root, "HEAD", None, "toy-fp4-b300-vllm-*", [3])
+    assert {e.pr.number for e in resweep.entries} == {3}
+    assert resweep.entries[0].sources[-1] == "perf-changelog.yaml"
+    assert len(resweep.records) == 4
+    nothing = extract(history.root, "HEAD", None, "toy-fp4-b300-dynamo-vllm", [2])
+    assert nothing.records == [] and nothing.entries == []
+    with pytest.raises(UsageError):
+        extract(history.root, "HEAD", None, None, [99])
+
+
+def test_deterministic_ids(history: RepoBuilder) -> None:
+    one = extract(history.root, "HEAD", "toy", None, [])
+    two = extract(history.root, "HEAD", "toy", None, [])
+    assert [r.id for r in one.records] == [r.id for r in two.records]
+    assert extract(history.root, "HEAD", "other", None, []).records == []
+
+
+@pytest.mark.parametrize(
+    "config_file",
+    ["recipes/../../../etc/passwd", "/etc/passwd", "recipes/vllm/toy/link.yaml"],
+)
+def test_escaping_config_files_are_refused(
+    make_repo: Callable[[], RepoBuilder], config_file: str
+) -> None:
+    builder = make_repo()
+    files = _base_files()
+    files["configs/nvidia-master.yaml"] = MASTER_DISAGG.replace(
+        "recipes/vllm/toy/4p1d.yaml", config_file
+    )
+    files["benchmarks/multi_node/srt-slurm-recipes/vllm/toy/link.yaml"] = "->/etc/passwd"
+    builder.commit("unsafe (#1)", files)
+    with pytest.raises(UnsafeInputError):
+        extract(builder.root, "HEAD", None, None, [])
+
+
+def test_symlinked_launcher_is_refused(make_repo: Callable[[], RepoBuilder]) -> None:
+    builder = make_repo()
+    files = _base_files()
+    files[SCRIPT] = "->/etc/shadow"
+    builder.commit("unsafe (#1)", files)
+    with pytest.raises(UnsafeInputError):
+        extract(builder.root, "HEAD", None, "toy-fp4-b300-vllm-mtp", [])
+
+
+def test_missing_pieces_are_summarised(
+    make_repo: Callable[[], RepoBuilder], tmp_path: Path
+) -> None:
+    builder = make_repo()
+    files = _base_files()
+    del files[SCRIPT], files[RECIPE]
+    builder.commit("partial tree (#1)", files)
+    result = extract(builder.root, "HEAD", None, None, [])
+    assert result.records == []
+    assert result.summary.skipped == {
+        "launcher script not found": 5,
+        "srt-slurm recipe not in the InferenceX tree (upstream srt-slurm recipe)": 1,
+    }
+    assert len(result.summary.unresolved_scripts) == 1
