@@ -1,0 +1,19 @@
+"""docs/flags.md lists every default policy rule with its class."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from provenance.flags.model import FlagClass
+from provenance.flags.policy import DEFAULT_RULES
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "flags.md"
+
+
+def test_every_default_rule_is_documented_under_its_class() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    sections = {
+        cls: text.split(f"\n### {cls.value}\n", 1)[-1].split("\n### ", 1)[0] for cls in FlagClass
+    }
+    for rule in DEFAULT_RULES:
+        assert f"| `{rule.pattern}` | {rule.basis} |" in sections[rule.flag_class], rule.pattern
