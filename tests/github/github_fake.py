@@ -224,6 +224,9 @@ def serve_pr_2120(fake: FakeGitHub) -> None:
     for run_id in (29984401390, 39900000003):
         fake.add("GET", f"{repo}/actions/runs/{run_id}", f"inferencex-run-{run_id}.json")
         fake.add("GET", f"{repo}/actions/runs/{run_id}/jobs", f"inferencex-run-{run_id}-jobs.json")
+    rerun = f"{repo}/actions/runs/39900000006/attempts/1"
+    fake.add("GET", rerun, "inferencex-run-39900000006-attempt-1.json")
+    fake.add("GET", f"{rerun}/jobs", "inferencex-run-39900000006-attempt-1-jobs.json")
 
 
 def serve_recipes_682(fake: FakeGitHub) -> None:

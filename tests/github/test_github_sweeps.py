@@ -148,31 +148,37 @@ def test_decisions() -> None:
 def test_pr_2120_has_exactly_one_green_sweep(fake_github: FakeGitHub) -> None:
     serve_pr_2120(fake_github)
     found = collect_pr_sweeps(client_for(fake_github), PR_2120)
-    verdicts = {d.run_id: d.verdict for d in found.decisions}
+    verdicts = {(d.run_id, d.attempt): d.verdict for d in found.decisions}
     assert verdicts == {
-        29984401390: RunVerdict.GREEN,
-        39900000001: RunVerdict.NOT_GREEN,  # skipped is not green
-        39900000002: RunVerdict.NOT_IN_PR,  # green, but on a commit not in the PR
-        39900000003: RunVerdict.NO_OP,  # green, every benchmark job skipped
-        39900000004: RunVerdict.NOT_GREEN,
-        39900000005: RunVerdict.NOT_GREEN,
+        (29984401390, 1): RunVerdict.GREEN,
+        (39900000001, 1): RunVerdict.NOT_GREEN,  # skipped is not green
+        (39900000002, 1): RunVerdict.NOT_IN_PR,  # green, but on a commit not in the PR
+        (39900000003, 1): RunVerdict.NO_OP,  # green, every benchmark job skipped
+        (39900000004, 1): RunVerdict.NOT_GREEN,
+        (39900000005, 1): RunVerdict.NOT_GREEN,
+        (39900000006, 2): RunVerdict.NOT_GREEN,  # a failed re-run ...
+        (39900000006, 1): RunVerdict.GREEN,  # ... of a green first attempt
     }
-    (green,) = found.green
-    assert (green.attempt, green.head_sha, green.conclusion) == (1, SWEPT_HEAD, "success")
+    green, rerun = found.green
+    assert (green.run_id, green.attempt, green.head_sha) == (29984401390, 1, SWEPT_HEAD)
+    assert green.conclusion == "success"
     assert green.jobs is not None
     assert (green.jobs.benchmark_success, green.jobs.eval_success) == (88, 12)
+    assert rerun.jobs is not None
+    assert (rerun.run_id, rerun.attempt, rerun.jobs.benchmark_success) == (39900000006, 1, 4)
     # jobs are only read for successful runs on PR commits
     job_paths = {r.path for r in fake_github.requests if r.path.endswith("/jobs")}
     assert job_paths == {
         "/repos/SemiAnalysisAI/InferenceX/actions/runs/29984401390/jobs",
         "/repos/SemiAnalysisAI/InferenceX/actions/runs/39900000003/jobs",
+        "/repos/SemiAnalysisAI/InferenceX/actions/runs/39900000006/attempts/1/jobs",
     }
 
 
 def test_ingest_records_the_green_run_once(fake_github: FakeGitHub, ledger_root: Path) -> None:
     serve_pr_2120(fake_github)
     report = ingest_sweeps(ledger_root, [PR_2120], client_for(fake_github), today=TODAY)
-    assert [o.added for o in report.outcomes] == [(29984401390,)]
+    assert [o.added for o in report.outcomes] == [((29984401390, 1), (39900000006, 1))]
     entry = Ledger(ledger_root).entry(PR_2120)
     assert entry is not None
     assert entry.sweeps == (
@@ -186,6 +192,17 @@ def test_ingest_records_the_green_run_once(fake_github: FakeGitHub, ledger_root:
             recorded=TODAY,
             benchmark_jobs=88,
             eval_jobs=12,
+        ),
+        SweepRun(
+            run_id=39900000006,
+            attempt=1,
+            head_sha="c3cc481261dd5cda8b96c0486eb662af47ec3cca",
+            conclusion="success",
+            url="https://github.com/SemiAnalysisAI/InferenceX/actions/runs/39900000006",
+            source="github-api",
+            recorded=TODAY,
+            benchmark_jobs=4,
+            eval_jobs=1,
         ),
     )
     assert entry.validated
@@ -242,12 +259,18 @@ def test_a_recorded_run_that_disagrees_is_kept_and_reported(
     entry = ledger.entry(PR_2120)
     assert entry is not None
     ledger.write_entry(entry.model_copy(update={"sweeps": (hand,)}))
-    before = snapshot(ledger_root)
     report = ingest_sweeps(ledger_root, [PR_2120], client_for(fake_github), today=TODAY)
     (outcome,) = report.outcomes
-    assert outcome.added == ()
+    assert outcome.added == ((39900000006, 1),)  # the other green run is still added
     assert any("ledger says head_sha 943965ec" in c for c in outcome.conflicts)
-    assert snapshot(ledger_root) == before
+    after = Ledger(ledger_root).entry(PR_2120)
+    assert after is not None
+    assert after.sweeps[0] == hand  # the recorded fact is not overwritten
+    assert [(s.run_id, s.source) for s in after.sweeps] == [
+        (29984401390, "manual"),
+        (39900000006, "github-api"),
+    ]
+    assert "the ledger keeps its record" in render_text(report)
 
 
 def test_a_pr_not_in_the_ledger_is_a_usage_error(ledger_root: Path) -> None:

@@ -37,7 +37,7 @@ def test_records_the_green_run(fake_github: FakeGitHub, ledger_root: Path) -> No
     code, out, err = invoke(["--ledger", str(ledger_root), "--pr", "InferenceX#2120"], env)
     assert (code, err) == (0, "")
     assert "green   run 29984401390 attempt 1 head 0b896e92f" in out
-    assert "recorded in the ledger: run 29984401390" in out
+    assert "recorded in the ledger: run 29984401390 attempt 1, run 39900000006 attempt 1" in out
     text = ledger_text(ledger_root)
     assert "run_id: 29984401390" in text
     assert "head_sha: 0b896e92f975d0ef8e374fdc284b06444fc95242" in text

@@ -238,10 +238,20 @@ class GitHubClient:
             workflow = self._github.get_repo(repo).get_workflow(workflow_file)
             return tuple(_run_info(run) for run in workflow.get_runs(branch=branch, event=event))
 
-    def run_jobs(self, repo: str, run_id: int) -> tuple[JobInfo, ...]:
-        """The jobs (check-runs) of the latest attempt of a workflow run."""
-        with self._guard(f"listing the jobs of run {run_id} in {repo}"):
+    def run_attempt(self, repo: str, run_id: int, attempt: int) -> WorkflowRunInfo:
+        """One (earlier) attempt of a workflow run."""
+        with self._guard(f"reading attempt {attempt} of run {run_id} in {repo}"):
             run = self._github.get_repo(repo).get_workflow_run(run_id)
+            # a lazy attempt object takes its id from the URL's last segment (the attempt
+            # number): the run id is the one asked for
+            return _run_info(run.get_attempt(attempt)).model_copy(update={"run_id": run_id})
+
+    def run_jobs(self, repo: str, run_id: int, attempt: int | None = None) -> tuple[JobInfo, ...]:
+        """The jobs (check-runs) of the latest attempt of a run, or of ``attempt``."""
+        which = f"attempt {attempt} of run" if attempt is not None else "run"
+        with self._guard(f"listing the jobs of {which} {run_id} in {repo}"):
+            run = self._github.get_repo(repo).get_workflow_run(run_id)
+            jobs = run.get_attempt(attempt).jobs() if attempt is not None else run.jobs("latest")
             return tuple(
                 JobInfo(
                     job_id=job.id,
@@ -250,7 +260,7 @@ class GitHubClient:
                     conclusion=job.conclusion,
                     html_url=job.html_url,
                 )
-                for job in run.jobs("latest")
+                for job in jobs
             )
 
     def issue_comments(self, ref: PrRef) -> tuple[CommentInfo, ...]:

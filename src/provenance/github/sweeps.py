@@ -7,7 +7,8 @@ What counts as a green sweep of a PR (spec §6):
 * whose head SHA is one of the PR's commits *now* (a run on a commit that was
   force-pushed away, or on main, does not count),
 * that completed with conclusion ``success`` (``skipped``, ``cancelled``, ``failure``…
-  are not green),
+  are not green; when the latest attempt of a re-run is not green, earlier attempts are
+  read, and a green one counts as ``(run id, attempt)``),
 * and in which at least one benchmark or eval job succeeded: a reuse no-op run, where
   every benchmark job was skipped, is green on the surface but benchmarked nothing.
 
@@ -212,8 +213,11 @@ def collect_pr_sweeps(client: GitHubClient, pr: PrRef) -> PrSweeps:
         jobs = None
         if needs_jobs(run, commits):
             jobs = tally_jobs(client.run_jobs(pr.repo, run.run_id))
-        decisions.append(decide(run, commits, jobs))
-    decisions.sort(key=lambda d: (d.verdict is not RunVerdict.GREEN, -d.run_id, -d.attempt))
+        latest = decide(run, commits, jobs)
+        decisions.append(latest)
+        if latest.verdict is not RunVerdict.NOT_IN_PR and latest.verdict is not RunVerdict.GREEN:
+            decisions.extend(_earlier_attempts(client, pr, run, commits))
+    decisions.sort(key=lambda d: (d.verdict is not RunVerdict.GREEN, d.run_id, d.attempt))
     return PrSweeps(
         pr=pr,
         title=pull.title,
@@ -224,11 +228,29 @@ def collect_pr_sweeps(client: GitHubClient, pr: PrRef) -> PrSweeps:
     )
 
 
+def _earlier_attempts(
+    client: GitHubClient, pr: PrRef, run: WorkflowRunInfo, commits: frozenset[str]
+) -> list[RunDecision]:
+    """A re-run that is not green may hide a green earlier attempt: walk back to it."""
+    decisions = []
+    for number in range(run.attempt - 1, 0, -1):
+        earlier = client.run_attempt(pr.repo, run.run_id, number)
+        jobs = None
+        if needs_jobs(earlier, commits):
+            jobs = tally_jobs(client.run_jobs(pr.repo, run.run_id, attempt=number))
+        decision = decide(earlier, commits, jobs)
+        decisions.append(decision)
+        if decision.verdict is RunVerdict.GREEN:
+            break
+    return decisions
+
+
 class EntryOutcome(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     pr: PrRef
-    added: tuple[int, ...] = ()
+    #: (run id, attempt) of each sweep newly recorded.
+    added: tuple[tuple[int, int], ...] = ()
     changed: bool = False
     conflicts: tuple[str, ...] = ()
 
@@ -259,7 +281,7 @@ def _conflicts(entry: LedgerEntry, fresh: Sequence[SweepRun]) -> tuple[str, ...]
             if recorded != api:
                 notes.append(
                     f"run {run.run_id} attempt {run.attempt}: ledger says {field} {recorded} "
-                    f"(source {old.source}), the API says {api}; the ledger is left as it is"
+                    f"(source {old.source}), the API says {api}; the ledger keeps its record"
                 )
     return tuple(notes)
 
@@ -317,7 +339,9 @@ def ingest_sweeps(
             fresh = sweeps.sweep_runs(recorded)
             current = ledger.entry(sweeps.pr) or entries[sweeps.pr]
             known = {(s.run_id, s.attempt) for s in current.sweeps}
-            added = tuple(s.run_id for s in fresh if (s.run_id, s.attempt) not in known)
+            added = tuple(
+                (s.run_id, s.attempt) for s in fresh if (s.run_id, s.attempt) not in known
+            )
             changed = False
             if added:
                 changed = ledger.merge_entry(
@@ -359,8 +383,8 @@ def render_text(report: SweepIngestReport) -> str:
         outcome = outcomes.get(sweeps.pr)
         if outcome is not None:
             if outcome.added:
-                runs = ", ".join(str(r) for r in outcome.added)
-                lines.append(f"  recorded in the ledger: run {runs}")
+                runs = ", ".join(f"run {r} attempt {a}" for r, a in outcome.added)
+                lines.append(f"  recorded in the ledger: {runs}")
             elif sweeps.green:
                 lines.append("  ledger already records these runs")
             else:
