@@ -3,6 +3,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from inferencex_fixtures import RepoBuilder
 
 from provenance.errors import UsageError
@@ -141,3 +143,23 @@ def test_changelog_links(make_repo: Callable[[], RepoBuilder]) -> None:
     links, warnings = changelog_links(snap, ["key-1", "key-9-mtp", "key-2"])
     assert links == {5: {"key-1", "key-9-mtp"}}
     assert len(warnings) == 1 and "XXX" in warnings[0]
+
+
+_KEY = st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True)
+_VALUE = st.from_regex(r"[a-z0-9:./-]{1,12}", fullmatch=True)
+
+
+@given(st.dictionaries(_KEY, _VALUE, min_size=1, max_size=5), st.lists(st.booleans(), max_size=8))
+def test_key_blocks_ignore_comment_noise(entries: dict[str, str], noise: list[bool]) -> None:
+    plain = "".join(f"{k}:\n  image: {v}\n" for k, v in entries.items())
+    lines = []
+    for index, line in enumerate(plain.splitlines()):
+        if index < len(noise):
+            lines.append("  # note" if noise[index] else "")
+        lines.append(line)
+    assert key_blocks("\n".join(lines) + "\n") == key_blocks(plain)
+    changed = dict(entries)
+    first = next(iter(changed))
+    changed[first] = changed[first] + "x"
+    again = "".join(f"{k}:\n  image: {v}\n" for k, v in changed.items())
+    assert key_blocks(again)[first] != key_blocks(plain)[first]

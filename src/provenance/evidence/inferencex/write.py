@@ -12,10 +12,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from provenance.escaping import terminal
 from provenance.evidence.inferencex.ingest import IngestSummary, Progress, extract
 from provenance.ledger.ledger_dir import Ledger
 from provenance.ledger.lock import writer_lock
 from provenance.ledger.store import EvidenceStore
+
+#: Warnings listed in the text summary; JSON output has all of them.
+MAX_WARNINGS_SHOWN = 20
 
 
 class IngestOptions(BaseModel):
@@ -94,11 +98,14 @@ def render_report(report: IngestReport) -> str:
             f"records without a PR (last changed by a commit without (#N)): {s.unlinked_records}"
         )
     for reason, count in sorted(s.skipped.items()):
-        lines.append(f"skipped {count} point(s): {reason}")
+        lines.append(f"skipped {count} point(s): {terminal(reason)}")
     if s.unresolved_scripts:
         lines.append(f"unresolved launchers ({len(s.unresolved_scripts)}):")
-        lines.extend(f"  {item}" for item in s.unresolved_scripts)
+        lines.extend(f"  {terminal(item)}" for item in s.unresolved_scripts)
     if s.warnings:
         lines.append(f"warnings ({len(s.warnings)}):")
-        lines.extend(f"  {item}" for item in s.warnings)
+        lines.extend(f"  {terminal(item)}" for item in s.warnings[:MAX_WARNINGS_SHOWN])
+        if len(s.warnings) > MAX_WARNINGS_SHOWN:
+            hidden = len(s.warnings) - MAX_WARNINGS_SHOWN
+            lines.append(f"  … {hidden} more (--format json lists them all)")
     return "\n".join(lines) + "\n"
