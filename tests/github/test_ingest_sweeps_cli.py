@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -118,3 +121,36 @@ def test_plain_http_off_loopback_is_refused(ledger_root: Path) -> None:
     assert code == 2
     assert "plain http" in err
     assert_no_sentinel(err)
+
+
+def test_a_real_process_offline_exits_5_with_one_line_and_no_token(
+    closed_port_url: str, ledger_root: Path
+) -> None:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "GITHUB_TOKEN": SENTINEL_TOKEN,
+        "GITHUB_API_URL": closed_port_url,
+        "PYTHONWARNINGS": "default",
+    }
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from provenance.cli.main import main; main()",
+            "ingest",
+            "sweeps",
+            "--ledger",
+            str(ledger_root),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 5
+    assert result.stderr.startswith("network error: GitHub API at http://127.0.0.1:")
+    assert "connection refused" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 2  # the error and its hint
+    assert_no_sentinel(result.stdout, result.stderr)
