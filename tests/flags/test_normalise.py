@@ -614,3 +614,12 @@ def test_render_argv_shape() -> None:
     ]
     assert render_env(fs) == {"VLLM_FLOAT32_MATMUL_PRECISION": "high"}
     assert normalise_argv(argv, render_env(fs)).flags == fs
+
+
+def test_cache_keeps_env_value_types_apart() -> None:
+    assert normalise_argv(["-tp", "1"], {"X": 1}).flags["env:X"] == "1"
+    assert normalise_argv(["-tp", "1"], {"X": True}).flags["env:X"] == "true"
+    assert normalise_argv(["-tp", "1"], {"X": 1.0}).flags["env:X"] == "1.0"
+    unhashable: dict[str, object] = {"X": ["a"]}
+    with pytest.raises(InputError, match="non-scalar"):
+        normalise_argv(["-tp", "1"], unhashable)

@@ -35,6 +35,7 @@ Parsing is strict and total: every input either yields a result or raises
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -773,7 +774,25 @@ def normalise_argv(
 
     ``source`` names the input in error messages (a file path).
     """
+    # The type is part of the key: 1, 1.0 and True are equal (and hash alike) in Python.
+    env_items = tuple((k, type(v), v) for k, v in (env or {}).items())
+    try:
+        return _normalise_argv_cached(tuple(argv), env_items, merge, source)
+    except TypeError:  # an unhashable env value: normalise without the cache
+        occurrences, identity = _argv_occurrences(argv, source)
+        return identity.command(_flagset(occurrences, env, merge, source))
+
+
+@functools.lru_cache(maxsize=8192)
+def _normalise_argv_cached(
+    argv: tuple[str, ...],
+    env_items: tuple[tuple[str, type, object], ...],
+    merge: ConfigMerge,
+    source: str | None,
+) -> NormalisedCommand:
+    """Audits normalise the same commands for many combinations; results are frozen."""
     occurrences, identity = _argv_occurrences(argv, source)
+    env = {name: value for name, _, value in env_items}
     return identity.command(_flagset(occurrences, env, merge, source))
 
 

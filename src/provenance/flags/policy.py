@@ -287,10 +287,29 @@ DEFAULT_RULES: tuple[PolicyRule, ...] = _rules(
 )
 
 
+class _Layer:
+    """One layer of rules, indexed: exact keys in a dict, globs compiled, most specific first."""
+
+    __slots__ = ("exact", "globs", "rules")
+
+    def __init__(self, rules: Iterable[PolicyRule]) -> None:
+        self.rules = _by_specificity(rules)
+        self.exact = {r.pattern: r for r in reversed(self.rules) if not r.is_glob}
+        self.globs = [
+            (re.compile(fnmatch.translate(r.pattern)), r) for r in self.rules if r.is_glob
+        ]
+
+    def find(self, key: str) -> PolicyRule | None:
+        rule = self.exact.get(key)
+        if rule is not None:
+            return rule
+        return next((r for pattern, r in self.globs if pattern.match(key)), None)
+
+
 class Policy:
     """Classifies canonical flag keys; memoised per key (audits classify very often)."""
 
-    __slots__ = ("_cache", "_layers", "origin")
+    __slots__ = ("_classes", "_layers", "_rules", "origin")
 
     def __init__(
         self,
@@ -299,38 +318,34 @@ class Policy:
         *,
         origin: str = "default",
     ) -> None:
-        self._layers: tuple[tuple[PolicyRule, ...], ...] = (
-            _by_specificity(overrides),
-            _by_specificity(rules),
-        )
-        self._cache: dict[str, PolicyRule | None] = {}
+        self._layers = (_Layer(overrides), _Layer(rules))
+        self._rules: dict[str, PolicyRule | None] = {}
+        self._classes: dict[str, FlagClass] = {}
         self.origin = origin
 
     @property
     def overrides(self) -> tuple[PolicyRule, ...]:
-        return self._layers[0]
+        return self._layers[0].rules
 
     @property
     def rules(self) -> tuple[PolicyRule, ...]:
-        return self._layers[1]
+        return self._layers[1].rules
 
     def rule_for(self, key: str) -> PolicyRule | None:
         """The rule that decides ``key`` (``None``: no rule, so major by default)."""
-        try:
-            return self._cache[key]
-        except KeyError:
-            pass
-        found: PolicyRule | None = None
-        for layer in self._layers:
-            found = next((rule for rule in layer if rule.matches(key)), None)
-            if found is not None:
-                break
-        self._cache[key] = found
+        if key in self._rules:
+            return self._rules[key]
+        found = self._layers[0].find(key) or self._layers[1].find(key)
+        self._rules[key] = found
         return found
 
     def classify(self, key: str) -> FlagClass:
-        rule = self.rule_for(key)
-        return MAJOR if rule is None else rule.flag_class
+        cls = self._classes.get(key)
+        if cls is None:
+            rule = self.rule_for(key)
+            cls = MAJOR if rule is None else rule.flag_class
+            self._classes[key] = cls
+        return cls
 
     def basis(self, key: str) -> str:
         rule = self.rule_for(key)
