@@ -175,3 +175,20 @@ def test_missing_pieces_are_summarised(
         "srt-slurm recipe not in the InferenceX tree (upstream srt-slurm recipe)": 1,
     }
     assert len(result.summary.unresolved_scripts) == 1
+
+
+def test_unknown_runner_is_kept_raw_and_reported(make_repo: Callable[[], RepoBuilder]) -> None:
+    builder = make_repo()
+    files = _base_files()
+    files["configs/nvidia-master.yaml"] = MASTER_SINGLE.replace("runner: b300", "runner: b300-nv")
+    files["configs/nvidia-master.yaml"] += MASTER_SINGLE.replace("toy-fp4", "odd-fp4").replace(
+        "runner: b300", "runner: rtxlab"
+    )
+    files["runners/launch_rtxlab.sh"] = LAUNCH_B300.replace("_b300", "_rtxlab")
+    files[SCRIPT.replace("toy_fp4_b300", "toy_fp4_rtxlab")] = SCRIPT_MTP
+    builder.commit("odd runner (#1)", files)
+    result = extract(builder.root, "HEAD", None, None, [])
+    odd = _by_key(result, "odd-fp4-b300-vllm-mtp")
+    assert odd and all(r.hardware == "rtxlab" for r in odd)
+    assert all(r.hardware == "b300" for r in _by_key(result, "toy-fp4-b300-vllm-mtp"))
+    assert any("'rtxlab' is no recipes hardware id" in w for w in result.summary.warnings)

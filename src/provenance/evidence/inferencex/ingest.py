@@ -188,6 +188,11 @@ class _Extractor:
         done = 0
         for entry in entries:
             out.keys.add(entry.key)
+            if not entry.hardware_known:
+                self.summary.warnings.append(
+                    f"{entry.key}: runner {entry.runner!r} is no recipes hardware id; "
+                    "records keep the raw runner label as hardware"
+                )
             for point in entry.single_points:
                 self._single(entry, point, out)
                 done += 1
