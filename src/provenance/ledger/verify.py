@@ -21,7 +21,7 @@ extractor (``provenance.evidence.inferencex.ingest.extract``) when present.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
@@ -194,34 +194,51 @@ def load_inferencex_extract() -> tuple[Callable[..., Any] | None, str]:
     return extract, ""
 
 
-def inferencex_reextractor(repo_path: Path, extract: Callable[..., Any]) -> Reextract:
+def inferencex_reextractor(
+    repo_path: Path,
+    extract: Callable[..., Any],
+    citing: Mapping[str, Sequence[int]] | None = None,
+) -> Reextract:
     """Re-extract a record with InferenceX's ``extract`` at its commit and config key.
 
-    Results are cached per (commit, config key). Returns the re-extracted
-    record with the same id, else the one for the same config key and
-    hardware (so that the difference can be named), else ``None``. An
-    extraction that fails with a diagnosed error counts as "no such record".
+    A record is re-derived the way ingest derives it: for each PR that cites
+    it (``citing``: record id -> PR numbers in the record's repository), with
+    that PR at the record's commit; then without a PR. Results are cached.
+    Returns the re-extracted record with the same id, else the closest one for
+    the same config key and hardware (so the difference can be named), else
+    ``None``. An extraction that fails with a diagnosed error yields nothing.
     """
-    cache: dict[tuple[str, str], list[EvidenceRecord]] = {}
+    cache: dict[tuple[str, str, int | None], list[EvidenceRecord]] = {}
 
-    def reextract(record: EvidenceRecord) -> EvidenceRecord | None:
-        key = (record.source.commit, record.config_key)
+    def run(record: EvidenceRecord, pr: int | None) -> list[EvidenceRecord]:
+        key = (record.source.commit, record.config_key, pr)
         if key not in cache:
+            prs = [] if pr is None else [pr]
+            pattern = _glob_literal(record.config_key)
             try:
-                result = extract(
-                    repo_path, record.source.commit, None, _glob_literal(record.config_key), []
-                )
+                result = extract(repo_path, record.source.commit, None, pattern, prs)
                 cache[key] = [r.with_id() for r in result.records]
             except ProvenanceError:
                 cache[key] = []
-        candidates = cache[key]
-        for candidate in candidates:
-            if candidate.id == record.id:
-                return candidate
-        for candidate in candidates:
-            if candidate.config_key == record.config_key and candidate.hardware == record.hardware:
-                return candidate
-        return None
+        return cache[key]
+
+    def reextract(record: EvidenceRecord) -> EvidenceRecord | None:
+        seen: list[EvidenceRecord] = []
+        for pr in [*(citing or {}).get(record.id, ()), None]:
+            candidates = run(record, pr)
+            for candidate in candidates:
+                if candidate.id == record.id:
+                    return candidate
+            seen.extend(candidates)
+        near = [
+            c for c in seen if c.config_key == record.config_key and c.hardware == record.hardware
+        ]
+        if not near:
+            return None
+        content = record.content()
+        return min(
+            near, key=lambda c: sum(1 for k, v in c.content().items() if content.get(k) != v)
+        )
 
     return reextract
 
@@ -313,7 +330,13 @@ def verify(
         if reextract is None:
             extract, why = load_inferencex_extract()
             if extract is not None:
-                reextract = inferencex_reextractor(inferencex, extract)
+                citing: dict[str, list[int]] = {}
+                for _, entry in entries:
+                    for record_id in entry.records:
+                        record = stored.get(record_id)
+                        if record is not None and record.source.repo == entry.pr.repo:
+                            citing.setdefault(record_id, []).append(entry.pr.number)
+                reextract = inferencex_reextractor(inferencex, extract, citing)
             else:
                 warnings.append(
                     f"re-extraction unavailable: {why}; blobs were checked, "
