@@ -73,6 +73,10 @@ EQUIVALENT: list[tuple[str, list[str], list[str]]] = [
     ("short-tp", ["-tp", "4"], ["--tensor-parallel-size", "4"]),
     ("short-dp", ["-dp", "4"], ["--data-parallel-size=4"]),
     ("short-pp-equals", ["-pp=2"], ["--pipeline-parallel-size", "2"]),
+    ("short-ep-boolean", ["-ep", MODEL], ["--enable-expert-parallel", "--model", MODEL]),
+    ("short-dpr-is-start-rank", ["-dpr", "4"], ["--data-parallel-start-rank", "4"]),
+    ("short-dpp-is-rpc-port", ["-dpp", "13345"], ["--data-parallel-rpc-port=13345"]),
+    ("short-q", ["-q", "fp8"], ["--quantization", "fp8"]),
     (
         "dotted-underscore-vs-hyphen-head",
         ["--attention_config.indexer_kv_dtype", "fp8"],

@@ -224,6 +224,8 @@ DEFAULT_RULES: tuple[PolicyRule, ...] = _rules(
         ("data_parallel_address", HARNESS, _RECIPES_S3),
         ("data_parallel_start_rank", HARNESS, _RECIPES_S3),
         ("data_parallel_size_local", HARNESS, _RECIPES_S3),
+        ("data_parallel_rank", HARNESS, _RECIPES_S3),
+        ("data_parallel_backend", HARNESS, _S7_HARNESS + " (process launcher)"),
         ("nnodes", HARNESS, _RECIPES_S3),
         ("node_rank", HARNESS, _RECIPES_S3),
         ("master_addr", HARNESS, _RECIPES_S3),
