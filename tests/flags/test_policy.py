@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import fnmatch
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from provenance.errors import EXIT_INPUT, InputError
 from provenance.flags.model import FlagClass, FlagSet
@@ -249,3 +252,31 @@ def test_policy_defined_twice_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.provenance.policy]\n"block_size" = "tuning"\n')
     with pytest.raises(InputError, match="defined twice"):
         load_policy(tmp_path)
+
+
+def _naive_classify(policy: Policy, key: str) -> FlagClass:
+    """Reference: user rules then defaults; exact before glob; longer glob first."""
+    for layer in (policy.overrides, policy.rules):
+        ranked = sorted(layer, key=lambda r: r.specificity, reverse=True)
+        for rule in ranked:
+            if fnmatch.fnmatchcase(key, rule.pattern):
+                return rule.flag_class
+    return MAJOR
+
+
+_PIECES = [r.pattern.replace("*", "") for r in DEFAULT_RULES] + ["x", ".", "_", "env:", "NCCL_"]
+_OVERRIDES = Policy(
+    DEFAULT_RULES,
+    [
+        PolicyRule(pattern="env:NCCL_*", flag_class=TUNING, basis="o", origin="provenance.toml"),
+        PolicyRule(pattern="attention_config.*", flag_class=FUNCTIONAL, basis="o", origin="x"),
+        PolicyRule(pattern="max_num_seqs", flag_class=MAJOR, basis="o", origin="x"),
+    ],
+)
+
+
+@given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=3).map("".join))
+def test_indexed_classification_equals_reference(key: str) -> None:
+    for policy in (Policy(), _OVERRIDES):
+        assert policy.classify(key) is _naive_classify(policy, key)
+        assert policy.classify(key) is policy.classify(key)

@@ -207,3 +207,21 @@ def test_repo_policy_override(tmp_path: Path) -> None:
     code, _, err = invoke("--repo", str(tmp_path), "--", "--max-num-seqs", "8")
     assert code == EXIT_INPUT
     assert "max_num_seqs" in err
+
+
+def test_policy_listing(tmp_path: Path) -> None:
+    (tmp_path / "provenance.toml").write_text('[policy]\n"stream_interval" = "major"\n')
+    code, out, _ = invoke("--policy", "--repo", str(tmp_path), "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["schema"] == "provenance.policy/v1"
+    assert data["unknown_keys"] == "major"
+    first = data["rules"][0]
+    assert (first["pattern"], first["flag_class"], first["origin"]) == (
+        "stream_interval",
+        "major",
+        "provenance.toml",
+    )
+    code, out, _ = invoke("--policy")
+    assert code == 0 and "speculative_config.num_speculative_tokens" in out
+    assert invoke("--policy", "--", "-tp", "1")[0] == EXIT_USAGE

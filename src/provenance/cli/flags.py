@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from provenance.cli.runner import run
 from provenance.errors import UsageError
 from provenance.flags.normalise import ConfigMerge
-from provenance.flags.show import FlagsView, show_argv, show_srt_slurm
+from provenance.flags.show import FlagsView, PolicyView, show_argv, show_policy, show_srt_slurm
 
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
 
@@ -30,6 +30,7 @@ class FlagsOptions(BaseModel):
     merge: ConfigMerge
     output_format: str
     why: bool
+    list_policy: bool
 
 
 def _split_env(
@@ -49,11 +50,15 @@ def _split_env(
     return env, rest
 
 
-def build_view(options: FlagsOptions) -> FlagsView:
+def build_view(options: FlagsOptions) -> FlagsView | PolicyView:
     """Parse, normalise and classify what the options name (the one core call)."""
     from provenance.flags.policy import load_policy
 
     policy = load_policy(options.repo)
+    if options.list_policy:
+        if options.argv or options.env or options.yaml_path is not None:
+            raise UsageError("--policy lists the policy; give no argv or --yaml with it")
+        return show_policy(policy)
     if options.yaml_path is not None:
         if options.argv or options.env:
             raise UsageError("give either --yaml FILE or an argv after --, not both")
@@ -104,11 +109,28 @@ def render_text(view: FlagsView, *, why: bool) -> None:
         console.print("", markup=False)
 
 
+def render_policy_text(view: PolicyView) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False, soft_wrap=True)
+    console.width = max(console.width, 180)
+    console.print(f"policy: {view.policy}  (keys no rule names: {view.unknown_keys.value})")
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for column in ("pattern", "class", "basis"):
+        table.add_column(column, overflow="fold")
+    for rule in view.rules:
+        table.add_row(rule.pattern, rule.flag_class.value, rule.basis)
+    console.print(table)
+
+
 def _execute(options: FlagsOptions) -> int:
     view = build_view(options)
     if options.output_format == "json":
         payload = view.model_dump(mode="json", by_alias=True)
         click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+    elif isinstance(view, PolicyView):
+        render_policy_text(view)
     else:
         render_text(view, why=options.why)
     return 0
@@ -152,6 +174,12 @@ def _execute(options: FlagsOptions) -> int:
     show_default=True,
 )
 @click.option("--why", is_flag=True, help="Show the basis of each flag's class.")
+@click.option(
+    "--policy",
+    "list_policy",
+    is_flag=True,
+    help="List the effective policy rules (with --repo: overrides first) instead.",
+)
 @click.argument("argv", nargs=-1, type=click.UNPROCESSED)
 def flags(
     yaml_path: Path | None,
@@ -161,6 +189,7 @@ def flags(
     merge: str,
     output_format: str,
     why: bool,
+    list_policy: bool,
     argv: tuple[str, ...],
 ) -> None:
     """Show the canonical FlagSet of `-- ARGV...` or of `--yaml FILE`, each flag with its class.
@@ -179,5 +208,6 @@ def flags(
         merge=ConfigMerge(merge),
         output_format=output_format,
         why=why,
+        list_policy=list_policy,
     )
     run(lambda: _execute(options))

@@ -22,10 +22,18 @@ from provenance.flags.normalise import (
     normalise_mapping_command,
     render_command,
 )
-from provenance.flags.policy import Policy
+from provenance.flags.policy import Policy, PolicyRule
 from provenance.safe_yaml import LoadedYaml, load_yaml
 
-__all__ = ["FlagRow", "FlagsView", "RoleView", "show_argv", "show_srt_slurm"]
+__all__ = [
+    "FlagRow",
+    "FlagsView",
+    "PolicyView",
+    "RoleView",
+    "show_argv",
+    "show_policy",
+    "show_srt_slurm",
+]
 
 SCHEMA = "provenance.flags/v1"
 
@@ -159,3 +167,21 @@ def show_srt_slurm(
             raise _locate(exc, loaded) from None
         views.append(_role_view(name, command, policy))
     return FlagsView(source=source, merge=merge, policy=policy.origin, roles=views)
+
+
+class PolicyView(BaseModel):
+    """The effective policy: override rules first, then the defaults (``--policy``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_: Literal["provenance.policy/v1"] = Field(
+        default="provenance.policy/v1", serialization_alias="schema"
+    )
+    policy: str
+    unknown_keys: FlagClass = FlagClass.MAJOR
+    rules: list[PolicyRule]
+
+
+def show_policy(policy: Policy) -> PolicyView:
+    """Every rule of ``policy`` in the order they are tried."""
+    return PolicyView(policy=policy.origin, rules=[*policy.overrides, *policy.rules])
