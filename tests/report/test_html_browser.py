@@ -12,6 +12,7 @@ Set ``PROVENANCE_HTML_SCREENSHOT_DIR`` to keep the screenshots.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -238,59 +239,67 @@ def cell_selector(cell_id: str) -> str:
     return f"button.cell[data-cell={json.dumps(cell_id)}]"
 
 
+@contextlib.contextmanager
+def launch_chromium(profile: Path, log_path: Path) -> Iterator[Page]:
+    """Headless Chromium with a throw-away profile, and a DevTools session with its page."""
+    assert CHROMIUM is not None
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [
+                CHROMIUM,
+                *CHROMIUM_FLAGS,
+                f"--user-data-dir={profile}",
+                "--remote-debugging-address=127.0.0.1",
+                "--remote-debugging-port=0",
+                "--window-size=1440,1000",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+        ws: WebSocket | None = None
+        try:
+            port_file = profile / "DevToolsActivePort"
+            deadline = time.monotonic() + TIMEOUT
+            while not (port_file.exists() and port_file.read_text().strip()):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("chromium did not start its DevTools endpoint")
+                time.sleep(0.05)
+            port = int(port_file.read_text().split()[0])
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=TIMEOUT) as r:
+                targets = json.load(r)
+            target = next(t for t in targets if t.get("type") == "page")
+            ws = WebSocket(target["webSocketDebuggerUrl"])
+            page = Page(ws)
+            page.call("Page.enable")
+            page.call("Runtime.enable")
+            page.call(
+                "Emulation.setDeviceMetricsOverride",
+                width=1440,
+                height=1000,
+                deviceScaleFactor=1,
+                mobile=False,
+            )
+            yield page
+        finally:
+            if ws is not None:
+                ws.close()
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+
+
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
     if CHROMIUM is None:
         pytest.skip("chromium is not on PATH")
     profile = tmp_path_factory.mktemp("chromium-profile")
-    log = (tmp_path_factory.mktemp("chromium-log") / "stderr.txt").open("wb")
-    process = subprocess.Popen(
-        [
-            CHROMIUM,
-            *CHROMIUM_FLAGS,
-            f"--user-data-dir={profile}",
-            "--remote-debugging-address=127.0.0.1",
-            "--remote-debugging-port=0",
-            "--window-size=1440,1000",
-            "about:blank",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
-    ws: WebSocket | None = None
-    try:
-        port_file = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + TIMEOUT
-        while not (port_file.exists() and port_file.read_text().strip()):
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("chromium did not start its DevTools endpoint")
-            time.sleep(0.05)
-        port = int(port_file.read_text().split()[0])
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=TIMEOUT) as r:
-            targets = json.load(r)
-        target = next(t for t in targets if t.get("type") == "page")
-        ws = WebSocket(target["webSocketDebuggerUrl"])
-        page = Page(ws)
-        page.call("Page.enable")
-        page.call("Runtime.enable")
-        page.call(
-            "Emulation.setDeviceMetricsOverride",
-            width=1440,
-            height=1000,
-            deviceScaleFactor=1,
-            mobile=False,
-        )
+    log = tmp_path_factory.mktemp("chromium-log") / "stderr.txt"
+    with launch_chromium(profile, log) as page:
         yield page
-    finally:
-        if ws is not None:
-            ws.close()
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        log.close()
 
 
 @pytest.fixture
@@ -373,6 +382,15 @@ def test_keyboard_only(browser: Page, tmp_path: Path, report: AuditReport) -> No
     # Every cell is a button with an accessible name that says what it holds.
     labels = browser.js("[...document.querySelectorAll('button.cell')].map(b => b.ariaLabel)")
     assert all("recommended" in label and "guide-only" in label for label in labels)
+    eagle = browser.js(f"document.querySelector({json.dumps(cell_selector(EAGLE_CELL))}).ariaLabel")
+    assert eagle == (
+        "nvfp4 on b200, single-node tp: 3 recommended, 1 guide-only; "
+        "nearest evidence differs in 2 flags"
+    )
+    hostile = browser.js(
+        f"document.querySelector({json.dumps(cell_selector(HOSTILE_CELL))}).ariaLabel"
+    )
+    assert hostile.endswith("1 guide-only (1 declared); no nearest evidence")
 
 
 def test_hostile_values_are_shown_as_text(

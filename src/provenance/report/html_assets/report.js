@@ -5,7 +5,10 @@
 (function () {
   "use strict";
 
+  function mark(name) { if (window.performance && performance.mark) { performance.mark("provenance:" + name); } }
+  mark("start");
   var D = JSON.parse(document.getElementById("provenance-data").textContent);
+  mark("parsed");
   var S = D.s;
   var app = document.getElementById("app");
   var GITHUB = /^https:\/\/github\.com\/[A-Za-z0-9._~\/%#?=&+-]*$/;
@@ -39,7 +42,10 @@
     }
     return el("span", { text: label });
   }
-  function short(record) { return record && record.length > 12 ? record.slice(0, 12) : record; }
+  function short(record) {
+    var bare = record ? record.replace(/^sha256:/, "") : record;
+    return bare && bare.length > 12 ? bare.slice(0, 12) : bare;
+  }
   function recordNode(record) { return el("code", { title: record, text: short(record) }); }
   function clear(node) { while (node.firstChild) { node.removeChild(node.firstChild); } }
 
@@ -50,8 +56,18 @@
   });
   var feats = D.features.map(function (r) { return { col: str(r[0]), suffix: str(r[1]) }; });
   var groups = D.groups.map(function (g) {
-    return { recipe: g[0], guide: g[1] === 1, roleset: g[2], reasons: g[3], nearest: g[4], evidence: g[5], declared: str(g[6]), runs: g[7] };
+    return { recipe: g[0], guide: g[1] === 1, roleset: g[2], reasons: g[3], nearest: g[4], evidence: g[5], declared: str(g[6]), runs: g[7], dist: distance(g[4]) };
   });
+  /* How far the nearest evidence is: per role the smallest flag difference, summed; -1 when none. */
+  function distance(nearest) {
+    var perRole = {};
+    nearest.forEach(function (n) {
+      var row = D.nearest[n], role = String(row[3]);
+      if (!(role in perRole) || row[4] < perRole[role]) { perRole[role] = row[4]; }
+    });
+    var roles = Object.keys(perRole);
+    return roles.length ? roles.reduce(function (sum, r) { return sum + perRole[r]; }, 0) : -1;
+  }
   var total = 0;
   groups.forEach(function (g) { for (var i = 1; i < g.runs.length; i += 2) { total += g.runs[i]; } });
   var cShape = new Int32Array(total), cFeat = new Int32Array(total), cGroup = new Int32Array(total);
@@ -68,6 +84,7 @@
       }
     });
   })();
+  mark("decoded");
   var changeOf = {};
   var removedMarks = [];
   if (D.diff) {
@@ -96,18 +113,27 @@
     return out;
   }
 
-  /* ---- search text, per group / shape / feature set ------------------------ */
-  function groupTexts(g) {
-    var flags = [], prs = [], reasons = [], records = [];
-    function addEv(e) { var r = D.evrefs[e]; records.push(str(r[0])); r[1].forEach(function (p) { prs.push(prLabel(p)); }); }
-    D.rolesets[g.roleset].forEach(function (role) {
+  /* ---- search text, per group / shape / feature set (built on first use) ----- */
+  var rolesetText = {};
+  function evrefPrs(e, prs) { D.evrefs[e][1].forEach(function (p) { prs.push(prLabel(p)); }); }
+  function rolesetTexts(ri) {
+    var cached = rolesetText[ri];
+    if (cached) { return cached; }
+    var flags = [], prs = [], records = [];
+    D.rolesets[ri].forEach(function (role) {
       role[2].forEach(function (f) {
         var fl = D.flags[f];
         flags.push(str(fl[0]) + "=" + str(fl[1]));
-        fl[3].forEach(addEv);
+        fl[3].forEach(function (e) { records.push(str(D.evrefs[e][0])); evrefPrs(e, prs); });
       });
     });
-    g.evidence.forEach(addEv);
+    cached = rolesetText[ri] = { flags: flags.join("\n"), prs: prs, records: records.join("\n") };
+    return cached;
+  }
+  function groupTexts(g) {
+    var rs = rolesetTexts(g.roleset);
+    var prs = rs.prs.slice(), reasons = [], records = [rs.records];
+    g.evidence.forEach(function (e) { records.push(str(D.evrefs[e][0])); evrefPrs(e, prs); });
     g.reasons.forEach(function (r) {
       var row = D.reasons[r];
       reasons.push(str(row[0]) + " " + (str(row[2]) || "") + " " + str(row[6]));
@@ -118,15 +144,21 @@
       records.push(str(row[0]), str(row[1]));
       row[2].forEach(function (p) { prs.push(prLabel(p)); });
     });
+    var seen = {}, uniquePrs = [];
+    prs.forEach(function (p) { if (!seen[p]) { seen[p] = true; uniquePrs.push(p.toLowerCase()); } });
     return {
-      flags: flags.join("\n").toLowerCase(),
-      prs: prs.map(function (p) { return p.toLowerCase(); }),
-      all: [flags.join("\n"), prs.join("\n"), reasons.join("\n"), records.join("\n"), g.guide ? "guide-only" : "recommended", g.declared || ""].join("\n").toLowerCase()
+      flags: rs.flags.toLowerCase(),
+      prs: uniquePrs,
+      all: [rs.flags, uniquePrs.join("\n"), reasons.join("\n"), records.join("\n"), g.guide ? "guide-only" : "recommended", g.declared || ""].join("\n").toLowerCase()
     };
   }
-  var gText = groups.map(groupTexts);
-  var sText = shapes.map(function (sh) { return (sh.label + "\n" + sh.col + "\n" + sh.family).toLowerCase(); });
-  var fText = feats.map(function (f) { return (f.col + "\n" + f.suffix).toLowerCase(); });
+  var gText = null, sText = null, fText = null;
+  function buildIndex() {
+    if (gText) { return; }
+    gText = groups.map(groupTexts);
+    sText = shapes.map(function (sh) { return (sh.label + "\n" + sh.col + "\n" + sh.family).toLowerCase(); });
+    fText = feats.map(function (f) { return (f.col + "\n" + f.suffix).toLowerCase(); });
+  }
 
   function prMatches(list, term) {
     var num = term.replace(/^#/, "");
@@ -143,6 +175,7 @@
     }).filter(function (t) { return t.value !== ""; });
   }
   function termMasks(term) {
+    buildIndex();
     var v = term.value, f = term.field;
     var G = gText.map(function (t, i) {
       if (f === "flag") { return t.flags.indexOf(v) !== -1; }
@@ -167,6 +200,14 @@
   var matched = null;      // Uint8Array of combos passing the filter
   var lastFocus = null;
 
+  var rowOf = (function () {
+    var index = {};
+    return shapes.map(function (sh) {
+      var k = sh.recipe + "|" + sh.family + "|" + sh.variant + "@" + sh.hw;
+      if (!(k in index)) { index[k] = Object.keys(index).length; }
+      return index[k];
+    });
+  })();
   function colOf(i) { return state.cols === "features" ? feats[cFeat[i]].col : shapes[cShape[i]].col; }
   function cellId(sh, col) { return str(D.recipes[sh.recipe]) + "|" + sh.family + "|" + sh.variant + "@" + sh.hw + "|" + col; }
 
@@ -191,18 +232,28 @@
       var c = cells[id];
       if (!c) {
         c = cells[id] = { id: id, recipe: sh.recipe, family: sh.family, variant: sh.variant, hw: sh.hw, col: col,
-          rec: 0, guide: 0, declared: 0, groups: {}, changes: {}, removed: [] };
+          rec: 0, guide: 0, declared: 0, near: -1, groups: {}, changes: {}, removed: [] };
       }
       return c;
     }
+    // A cell is fixed by the shape (shape columns) or by the row and feature set.
+    var memo = new Map(), byFeature = state.cols === "features";
     for (var i = 0; i !== total; i++) {
       if (!matched[i]) { continue; }
-      var g = groups[cGroup[i]];
-      var c = cellFor(shapes[cShape[i]], colOf(i));
-      if (g.guide) { c.guide++; if (g.declared) { c.declared++; } } else { c.rec++; }
+      var g = groups[cGroup[i]], s = cShape[i];
+      var key = byFeature ? rowOf[s] * NF + cFeat[i] : s;
+      var c = memo.get(key);
+      if (c === undefined) { c = cellFor(shapes[s], colOf(i)); memo.set(key, c); }
+      if (g.guide) {
+        c.guide++;
+        if (g.declared) { c.declared++; }
+        if (g.dist !== -1 && (c.near === -1 || g.dist < c.near)) { c.near = g.dist; }
+      } else { c.rec++; }
       c.groups[cGroup[i]] = (c.groups[cGroup[i]] || 0) + 1;
-      var ch = comboChange(i);
-      if (ch) { c.changes[ch] = (c.changes[ch] || 0) + 1; }
+      if (D.diff) {
+        var ch = comboChange(i);
+        if (ch) { c.changes[ch] = (c.changes[ch] || 0) + 1; }
+      }
     }
     var terms = parseFilter(state.filter);
     removedMarks.forEach(function (m) {
@@ -231,9 +282,11 @@
   function cellLabel(c) {
     var parts = [c.variant + " on " + c.hw + ", " + c.family + " " + c.col + ":",
       c.rec + " recommended,", c.guide + " guide-only" + (c.declared ? " (" + c.declared + " declared)" : "")];
+    var label = parts.join(" ");
+    if (c.guide) { label += c.near === -1 ? "; no nearest evidence" : "; nearest evidence differs in " + c.near + (c.near === 1 ? " flag" : " flags"); }
     var ch = changeText(c);
-    if (ch) { parts.push("; changed: " + ch); }
-    return parts.join(" ");
+    if (ch) { label += "; changed: " + ch; }
+    return label;
   }
 
   /* ---- page skeleton --------------------------------------------------------- */
@@ -303,7 +356,8 @@
     legendItem("rec", "all recommended"), legendItem("mixed", "some recommended, some guide-only"),
     legendItem("guide", "guide-only"), legendItem("declared", "guide-only, all declared"),
     D.diff ? el("span", null, [el("span", { cls: "swatch cell rec changed", "aria-hidden": "true" }), text("changed in the diff")]) : null,
-    el("span", null, [el("span", { cls: "swatch", style: null, "aria-hidden": "true", text: "·" }), text("not selectable / no match")])
+    el("span", null, [el("span", { cls: "swatch", "aria-hidden": "true", text: "·" }), text("not selectable / no match")]),
+    el("span", null, [el("span", { cls: "swatch", "aria-hidden": "true", text: "≈2" }), text("nearest evidence differs in 2 flags (∅: none in scope)")])
   ]);
   function legendItem(cls, label) {
     return el("span", null, [el("span", { cls: "swatch cell " + cls, "aria-hidden": "true", text: ICON[cls] }), text(label)]);
@@ -378,11 +432,13 @@
         if (c.rec) { counts.push("✔" + c.rec); }
         if (c.guide) { counts.push("✖" + c.guide); }
         if (!c.rec && !c.guide) { counts.push("removed " + c.removed.length); }
+        var near = c.guide ? (c.near === -1 ? "∅" : "≈" + c.near) : "";
         var btn = el("button", {
           type: "button", cls: "cell " + k + (Object.keys(c.changes).length ? " changed" : ""),
           "data-cell": id, "aria-label": cellLabel(c), "aria-pressed": state.cell === id ? "true" : "false", tabindex: "-1",
           title: cellLabel(c)
-        }, [el("span", { cls: "icon", "aria-hidden": "true", text: ICON[k] }), el("span", { cls: "counts", "aria-hidden": "true", text: counts.join(" ") })]);
+        }, [el("span", { cls: "icon", "aria-hidden": "true", text: ICON[k] }), el("span", { cls: "counts", "aria-hidden": "true", text: counts.join(" ") }),
+          near ? el("span", { cls: "near", "aria-hidden": "true", text: near }) : null]);
         btn.addEventListener("click", function () { openCell(id, btn, true); });
         btn.addEventListener("keydown", function (e) { gridKey(e, grid, x, y); });
         tr.appendChild(el("td", null, [btn]));
@@ -482,7 +538,7 @@
     var head = el("h3", null, [
       el("span", { cls: "badge " + (g.guide ? "guide" : "rec"), text: g.guide ? "✖ guide-only" : "✔ recommended" }),
       g.declared ? el("span", { cls: "badge declared", text: "◆ declared: " + g.declared }) : null,
-      text(count + (count === 1 ? " combination" : " combinations"))
+      text(" " + count + (count === 1 ? " combination" : " combinations"))
     ]);
     box.appendChild(head);
     var list = el("ul", { cls: "combos" });
@@ -536,6 +592,29 @@
     if (r[1].length) { out.push(text(" ")); out = out.concat(prNodes(r[1])); }
     return out;
   }
+  /* Evidence references grouped by PR: each PR (with its sweep runs) once, its records folded. */
+  function evidenceByPr(evrefs) {
+    var order = [], byPr = {};
+    evrefs.forEach(function (e) {
+      var r = D.evrefs[e];
+      var keys = r[1].length ? r[1].map(String) : ["none"];
+      keys.forEach(function (k) {
+        if (!byPr[k]) { byPr[k] = []; order.push(k); }
+        if (byPr[k].indexOf(str(r[0])) === -1) { byPr[k].push(str(r[0])); }
+      });
+    });
+    var out = [];
+    order.forEach(function (k, i) {
+      var records = byPr[k];
+      var line = el("div", { cls: "evidence-pr" });
+      if (k === "none") { line.appendChild(text("no PR linked")); } else { prNodes([Number(k)]).forEach(function (n) { line.appendChild(n); }); }
+      var list = el("details", null, [el("summary", { text: records.length + (records.length === 1 ? " record" : " records") })]);
+      records.forEach(function (rec, j) { if (j) { list.appendChild(text(" ")); } list.appendChild(recordNode(rec)); });
+      line.appendChild(list);
+      out.push(line);
+    });
+    return out;
+  }
   function roleView(role) {
     var name = str(role[0]) + (role[1] !== -1 ? " (node " + role[1] + ")" : "");
     var wrap = el("div", { cls: "role" }, [el("h4", { text: "Role " + name + ": major flags" })]);
@@ -545,10 +624,7 @@
       var fl = D.flags[f];
       var ev = el("td");
       if (!fl[3].length) { ev.appendChild(el("span", { cls: "none", text: "no evidence in scope" })); }
-      fl[3].forEach(function (e, k) {
-        if (k) { ev.appendChild(el("br")); }
-        evrefNodes(e).forEach(function (n) { ev.appendChild(n); });
-      });
+      evidenceByPr(fl[3]).forEach(function (n) { ev.appendChild(n); });
       tbody.appendChild(el("tr", null, [el("td", null, [el("code", { text: str(fl[0]) })]), el("td", null, [el("code", { text: str(fl[1]) })]),
         el("td", { text: str(fl[2]) }), ev]));
     });
@@ -603,7 +679,9 @@
   /* ---- wiring ------------------------------------------------------------------------ */
   function refresh() {
     computeFilter();
+    mark("filtered");
     aggregate();
+    mark("aggregated");
     var shown = 0;
     for (var i = 0; i !== total; i++) { shown += matched[i]; }
     status.textContent = shown + " of " + total + " combinations shown";
@@ -668,6 +746,7 @@
   readHash();
   app.setAttribute("aria-busy", "false");
   window.provenanceReport = { openCell: openCell, cells: function () { return Object.keys(cells); } };
+  mark("ready");
   window.__provenanceReadyAt = performance.now();
   document.documentElement.setAttribute("data-ready", "true");
 })();
