@@ -39,13 +39,16 @@ class Selection(BaseModel):
 
     variant: str
     hardware: str
-    strategy: str
+    #: ``None`` only for omni recipes (no strategy axis).
+    strategy: str | None
     node_count: int | None
     pd: PdSelection | None = None
     kv_offload: str | None = None
     kv_instances: int | None = None
     features: tuple[str, ...] = ()
     feature_modes: dict[str, str | None] = Field(default_factory=dict)
+    #: omni recipes only: the task key rendered (``None`` when the recipe declares none).
+    omni_task: str | None = None
 
     def __hash__(self) -> int:
         return hash(
@@ -59,12 +62,13 @@ class Selection(BaseModel):
                 self.kv_instances,
                 self.features,
                 tuple(sorted(self.feature_modes.items(), key=lambda kv: kv[0])),
+                self.omni_task,
             )
         )
 
     def label(self) -> str:
         """Short human label: ``nvfp4 · b200 · single_node_tp · 1n · +spec_decoding=eagle3``."""
-        parts = [self.variant, self.hardware, self.strategy]
+        parts = [self.variant, self.hardware, self.strategy or "omni"]
         if self.pd is not None:
             parts.append(
                 f"P{self.pd.prefill.nodes}n-{self.pd.prefill.parallelism}"
@@ -89,6 +93,10 @@ class RoleCommand(BaseModel):
     node_rank: int | None = None
     argv: tuple[str, ...] | None
     env: dict[str, EnvValue] = Field(default_factory=dict)
+    #: Mooncake instance index (``instance`` / ``instance_worker`` roles only).
+    instance: int | None = None
+    #: shell text, set only where the builder has no argv form (omni recipes).
+    command: str | None = None
 
 
 class RenderResult(BaseModel):

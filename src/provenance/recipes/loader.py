@@ -1,0 +1,123 @@
+"""Load a recipes root (taxonomy, strategies, kv_store) and model recipes from disk.
+
+A *recipes root* is a directory laid out like vllm-project/recipes:
+``taxonomy.yaml``, ``strategies/*.yaml``, optionally ``kv_store/*.yaml`` (a root
+without that folder has no Mooncake topologies) and ``models/<org>/<name>.yaml``.
+All YAML goes through :mod:`provenance.safe_yaml`; every schema violation is an
+:class:`~provenance.errors.InputError` naming ``file:line (key.path)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from provenance.errors import InputError
+from provenance.recipes.schema import KvStore, RecipeFile, Strategy, Taxonomy
+from provenance.safe_yaml import LoadedYaml, load_yaml, parse_model
+
+
+@dataclass(frozen=True, eq=False)
+class RecipesRoot:
+    """Everything a render needs besides the model recipe, loaded from one checkout."""
+
+    path: Path
+    taxonomy: Taxonomy
+    strategies: dict[str, Strategy] = field(default_factory=dict)
+    kv_store: dict[str, KvStore] = field(default_factory=dict)
+
+    def deploy_type(self, name: str) -> str | None:
+        """``deploy_type`` of a strategy or kv_store topology (None if unknown or unset)."""
+        strategy = self.strategies.get(name)
+        if strategy is not None and name not in self.kv_store:
+            return strategy.deploy_type
+        store = self.kv_store.get(name)
+        return store.deploy_type if store is not None else None
+
+
+@dataclass(frozen=True, eq=False)
+class Recipe:
+    """One model recipe: its identity (``Org/Name``), where it came from and its content."""
+
+    hf_id: str
+    path: Path
+    spec: RecipeFile
+
+
+def _load_mapping(path: Path, shown: str) -> LoadedYaml:
+    loaded = load_yaml(path, display_path=shown)
+    if not isinstance(loaded.data, dict):
+        raise InputError("expected a YAML mapping at the top level", path=shown, line=1)
+    return loaded
+
+
+def _named_files(root: Path, folder: str) -> list[Path]:
+    directory = root / folder
+    if not directory.is_dir():
+        return []
+    return sorted(p for p in directory.iterdir() if p.suffix == ".yaml" and p.is_file())
+
+
+def load_recipes_root(root: Path) -> RecipesRoot:
+    """Load ``taxonomy.yaml``, ``strategies/*.yaml`` and ``kv_store/*.yaml`` under ``root``."""
+    root = Path(root)
+    taxonomy_file = root / "taxonomy.yaml"
+    if not taxonomy_file.is_file():
+        raise InputError(
+            "not a recipes root (no taxonomy.yaml)",
+            path=str(root),
+            hint="pass --recipes-root pointing at a vllm-project/recipes checkout",
+        )
+    taxonomy = parse_model(Taxonomy, _load_mapping(taxonomy_file, str(taxonomy_file)))
+    strategies: dict[str, Strategy] = {}
+    for file in _named_files(root, "strategies"):
+        strategy = parse_model(Strategy, _load_mapping(file, str(file)))
+        strategies[strategy.name] = strategy
+    kv_store: dict[str, KvStore] = {}
+    for file in _named_files(root, "kv_store"):
+        store = parse_model(KvStore, _load_mapping(file, str(file)))
+        kv_store[store.name] = store
+    if not strategies:
+        raise InputError("recipes root has no strategies/*.yaml", path=str(root / "strategies"))
+    return RecipesRoot(path=root, taxonomy=taxonomy, strategies=strategies, kv_store=kv_store)
+
+
+def resolve_recipe_path(root: RecipesRoot, ref: str | Path) -> Path:
+    """``Org/Name``, a path relative to the root, or any YAML path → the recipe file."""
+    given = Path(ref)
+    if given.is_absolute():
+        return given
+    text = str(ref)
+    candidates = [
+        root.path / text,
+        root.path / "models" / text,
+        root.path / "models" / f"{text}.yaml",
+        given,
+    ]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    return candidates[2] if not text.endswith((".yaml", ".yml")) else candidates[0]
+
+
+def recipe_identity(root: RecipesRoot, file: Path, spec: RecipeFile) -> str:
+    """``Org/Name`` from the path under ``models/``; else the model id or the file stem."""
+    try:
+        rel = file.resolve().relative_to((root.path / "models").resolve())
+    except ValueError:
+        rel = None
+    if rel is not None and len(rel.parts) >= 2:
+        name = rel.parts[-1]
+        for suffix in (".yaml", ".yml"):
+            name = name.removesuffix(suffix)
+        return f"{rel.parts[0]}/{name}"
+    if spec.model is not None and spec.model.model_id:
+        return spec.model.model_id
+    return file.name.removesuffix(".yaml").removesuffix(".yml")
+
+
+def load_recipe(root: RecipesRoot, ref: str | Path) -> Recipe:
+    """Load and validate one model recipe (see :func:`resolve_recipe_path` for ``ref``)."""
+    file = resolve_recipe_path(root, ref)
+    spec = parse_model(RecipeFile, _load_mapping(file, str(file)))
+    return Recipe(hf_id=recipe_identity(root, file, spec), path=file, spec=spec)
