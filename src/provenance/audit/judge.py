@@ -115,11 +115,24 @@ RoleKey = tuple[str, tuple[FlagSet, ...]]
 
 @dataclass(frozen=True)
 class CombinationKey:
+    """What a verdict depends on (hash computed once: keys are looked up per combination)."""
+
     model_id: str
     hardware: str
     kind: DeploymentKind
     node_count: int | None
     roles: tuple[RoleKey, ...]
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self,
+            "_hash",
+            hash((self.model_id, self.hardware, self.kind, self.node_count, self.roles)),
+        )
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 class Judge:

@@ -20,8 +20,10 @@ without a recommended combination).
 
 from __future__ import annotations
 
+import gc
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -38,6 +40,7 @@ from provenance.audit.model import (
 )
 from provenance.audit.reverse import reverse_entries
 from provenance.audit.scope import EVIDENCE_ROLE, ROLE_ORDER, deployment_kind
+from provenance.errors import ProvenanceError
 from provenance.flags.model import FlagSet
 from provenance.graph import EvidenceGraph
 from provenance.ledger.model import Declarations
@@ -61,23 +64,102 @@ class RoleNormaliser(Protocol):
 
 
 class PolicyNormaliser:
-    """The production :class:`RoleNormaliser`: ``normalise_argv`` then ``Policy.major``."""
+    """The production :class:`RoleNormaliser`: ``normalise_argv`` then ``Policy.major``.
+
+    Memoised on the command with its *inert* argv units removed. A unit (a flag
+    token and its value, split as the recipes builder splits them) is inert when
+    normalising it alone succeeds and yields no major key (``--port 8001``,
+    ``--tool-call-parser x``, ``--enable-auto-tool-choice``). A unit whose flag
+    is dotted or whose value is a JSON object is inert only when no other unit
+    writes the same config (JSON configs merge and may replace each other).
+    Dropping inert units cannot change the major flags, and it lets the many
+    commands that differ only in functional features share one normalisation.
+    """
 
     def __init__(self, policy: object | None = None) -> None:
         from provenance.flags.policy import Policy, default_policy
 
         self._policy: Policy = policy if isinstance(policy, Policy) else default_policy()
+        self._units: dict[tuple[str, ...], tuple[bool, bool, str]] = {}
+        self._memo: dict[tuple[object, ...], FlagSet] = {}
+        self._classes: dict[str, str] = {}
 
-    def command_major(self, argv: Sequence[str], env: Mapping[str, object]) -> FlagSet:
+    def _unit(self, unit: tuple[str, ...]) -> tuple[bool, bool, str]:
+        """(non-major alone, writes a mergeable config, config base name) of one unit."""
+        found = self._units.get(unit)
+        if found is not None:
+            return found
         from provenance.flags.normalise import normalise_argv
 
-        return self._policy.major(normalise_argv(list(argv), env).flags)
+        head = unit[0].split("=", 1)[0].lstrip("-")
+        base = head.split(".", 1)[0].replace("-", "_")
+        value = unit[1] if len(unit) > 1 else unit[0].partition("=")[2]
+        mergeable = "." in head or value.lstrip().startswith("{")
+        if not unit[0].startswith("--"):  # a positional or short/negative token: never dropped
+            found = (False, mergeable, base)
+            self._units[unit] = found
+            return found
+        try:
+            flags = normalise_argv(["vllm", "serve", *unit]).flags
+            alone = all(self._policy.classify(k) is not _major() for k in flags)
+        except ProvenanceError:
+            alone = False
+        found = (alone, mergeable, base)
+        self._units[unit] = found
+        return found
+
+    def command_major(self, argv: Sequence[str], env: Mapping[str, object]) -> FlagSet:
+        tokens = list(argv)
+        head = tokens[:3] if tokens[:2] == ["vllm", "serve"] else []
+        units = _split_units(tokens[len(head) :])
+        facts = [self._unit(u) for u in units]
+        bases = Counter(base for _, _, base in facts)
+        kept = tuple(
+            token
+            for unit, (alone, mergeable, base) in zip(units, facts, strict=True)
+            if not (alone and (not mergeable or bases[base] == 1))
+            for token in unit
+        )
+        key = (tuple(head), kept, tuple(env.items()))
+        major = self._memo.get(key)
+        if major is None:
+            from provenance.flags.normalise import normalise_argv
+
+            major = self._policy.major(normalise_argv([*head, *kept], env).flags)
+            self._memo[key] = major
+        return major
 
     def major(self, flags: FlagSet) -> FlagSet:
         return self._policy.major(flags)
 
     def classify(self, key: str) -> str:
-        return str(self._policy.classify(key))
+        found = self._classes.get(key)
+        if found is None:
+            found = self._classes[key] = str(self._policy.classify(key))
+        return found
+
+
+def _major() -> object:
+    from provenance.flags.model import FlagClass
+
+    return FlagClass.MAJOR
+
+
+def _split_units(tokens: Sequence[str]) -> list[tuple[str, ...]]:
+    """The builder's unit split: a ``-`` token and the next token unless that starts with ``-``."""
+    units: list[tuple[str, ...]] = []
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        if token.startswith("-") and index + 1 < len(tokens):
+            following = tokens[index + 1]
+            if not following.startswith("-"):
+                units.append((token, following))
+                index += 2
+                continue
+        units.append((token,))
+        index += 1
+    return units
 
 
 @dataclass(frozen=True)
@@ -97,6 +179,15 @@ class _Group:
     outcome: Outcome
     declared_by: str | None
     selections: list[Selection] = field(default_factory=list)
+
+
+@dataclass
+class _KeyState:
+    """Everything ``add`` needs per combination key, looked up once per combination."""
+
+    outcome: Outcome
+    seen: _Seen
+    groups: dict[str | None, _Group] = field(default_factory=dict)
 
 
 @dataclass
@@ -127,6 +218,7 @@ class RecipeAuditor:
         self._groups: dict[tuple[int, str | None], _Group] = {}
         self._outcome_ids: dict[int, int] = {}
         self.seen: dict[CombinationKey, _Seen] = {}
+        self._states: dict[CombinationKey, _KeyState] = {}
         self.recommended_by_hardware: Counter[str] = Counter()
         self.hardware_seen: set[str] = set()
         self.model_ids: dict[str, set[str]] = defaultdict(set)
@@ -146,19 +238,23 @@ class RecipeAuditor:
         return major
 
     def key_of(self, selection: Selection, result: RenderResult) -> CombinationKey:
-        per_role: dict[str, list[FlagSet]] = defaultdict(list)
+        per_role: dict[str, list[FlagSet]] = {}
+        names: list[str] = []
         for command in result.roles:
             if command.argv is None:
                 continue
             role = EVIDENCE_ROLE.get(command.role, command.role)
             major = self.role_major(command)
-            if major not in per_role[role]:
-                per_role[role].append(major)
-        roles: tuple[RoleKey, ...] = tuple(
-            (role, tuple(flagsets))
-            for role, flagsets in sorted(per_role.items(), key=lambda kv: ROLE_ORDER.get(kv[0], 9))
-        )
-        kind = deployment_kind(result.deploy_type, (c.role for c in result.roles))
+            flagsets = per_role.get(role)
+            if flagsets is None:
+                per_role[role] = [major]
+                names.append(role)
+            elif major not in flagsets:
+                flagsets.append(major)
+        if len(names) > 1:
+            names.sort(key=lambda name: ROLE_ORDER.get(name, 9))
+        roles: tuple[RoleKey, ...] = tuple((name, tuple(per_role[name])) for name in names)
+        kind = deployment_kind(result.deploy_type, names)
         node_count = selection.node_count if kind == "aggregated_multi_node" else None
         return CombinationKey(
             model_id=result.model_id,
@@ -171,13 +267,16 @@ class RecipeAuditor:
     # Per combination -------------------------------------------------------
     def add(self, selection: Selection, result: RenderResult) -> Outcome:
         key = self.key_of(selection, result)
-        outcome = self.judge.outcome(key)
+        state = self._states.get(key)
+        if state is None:
+            outcome = self.judge.outcome(key)
+            state = self._states[key] = _KeyState(outcome=outcome, seen=_Seen(example=selection))
+            self.seen[key] = state.seen
+            self.model_ids[result.model_id].add(selection.hardware)
+        outcome = state.outcome
         self.count += 1
         self.hardware_seen.add(selection.hardware)
-        self.model_ids[result.model_id].add(selection.hardware)
-        seen = self.seen.get(key)
-        if seen is None:
-            seen = self.seen[key] = _Seen(example=selection)
+        seen = state.seen
         seen.count += 1
         if selection.pd is not None:
             seen.pd_modes.add(selection.pd.prefill.parallelism)
@@ -185,13 +284,16 @@ class RecipeAuditor:
         declared: str | None = None
         if outcome.verdict is VerdictKind.RECOMMENDED:
             self.recommended_by_hardware[selection.hardware] += 1
-        else:
+        elif self.declarations:
             declared = self.declarations.declared_by(self.recipe, selection, outcome.reason_codes)
-        outcome_id = self._outcome_ids.setdefault(id(outcome), len(self._outcome_ids))
-        group_key = (outcome_id, declared)
-        group = self._groups.get(group_key)
+        group = state.groups.get(declared)
         if group is None:
-            group = self._groups[group_key] = _Group(outcome=outcome, declared_by=declared)
+            outcome_id = self._outcome_ids.setdefault(id(outcome), len(self._outcome_ids))
+            group_key = (outcome_id, declared)
+            group = self._groups.get(group_key)
+            if group is None:
+                group = self._groups[group_key] = _Group(outcome=outcome, declared_by=declared)
+            state.groups[declared] = group
         group.selections.append(selection)
         return outcome
 
@@ -259,6 +361,32 @@ def audit(
     classify: ClassifyFn | None = None,
 ) -> AuditReport:
     """Audit every combination of every recipe against ``graph``."""
+    with _gc_paused():
+        return _audit(recipes, graph, normaliser, declarations, ledger, notices, classify)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: the audit allocates many long-lived objects and
+    no cycles, and repeated full collections over them cost more than the audit itself."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _audit(
+    recipes: Sequence[RecipeInput],
+    graph: EvidenceGraph,
+    normaliser: RoleNormaliser,
+    declarations: Declarations | None,
+    ledger: str | None,
+    notices: Sequence[str],
+    classify: ClassifyFn | None,
+) -> AuditReport:
     judge = Judge(graph, classify or normaliser.classify)
     matcher = DeclarationMatcher(declarations or Declarations())
     verdicts: list[VerdictEntry] = []
