@@ -30,7 +30,7 @@ from urllib.parse import quote, urlsplit
 import pytest
 
 from provenance.audit.model import AuditReport
-from provenance.report.html import render_html
+from provenance.report.html import ChangeKind, HtmlDiff, render_html
 
 pytestmark = pytest.mark.browser
 
@@ -446,3 +446,27 @@ def test_full_cross_product_page(
     browser.js("document.getElementById('cols').value = 'features'")
     browser.js("document.getElementById('cols').dispatchEvent(new Event('change'))")
     assert browser.js("document.querySelectorAll('button.cell').length") == 23 * 72 * 3
+
+
+def test_diff_mode_highlights_changed_cells(
+    browser: Page, tmp_path: Path, report: AuditReport
+) -> None:
+    diff = HtmlDiff(
+        base="8959cf6",
+        head="pr-735",
+        changes={
+            "nvfp4 · b200 · single_node_tp · 1n · +spec_decoding=eagle3": ChangeKind.FLAGS_CHANGED,
+            "nvfp4 · h200 · single_node_tp · 1n": ChangeKind.REMOVED,
+        },
+    )
+    browser.open(write_page(tmp_path, render_html(report, diff=diff)))
+    changed = browser.js(
+        "[...document.querySelectorAll('button.cell.changed')].map(b => b.dataset.cell)"
+    )
+    assert sorted(changed) == [EAGLE_CELL, "MiniMaxAI/MiniMax-M3|single-node|nvfp4@h200|tp"]
+    assert "Diff 8959cf6 → pr-735: 1 flags-changed, 1 removed" in browser.text_of("#app")
+    browser.click("#only-changed")
+    browser.wait_for("document.querySelectorAll('button.cell').length === 2")
+    browser.click(cell_selector(EAGLE_CELL))
+    browser.wait_for("!document.getElementById('detail').hidden")
+    assert "flags-changed" in browser.text_of("#detail")

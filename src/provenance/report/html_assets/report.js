@@ -430,14 +430,14 @@
         var k = cellClass(c);
         var counts = [];
         if (c.rec) { counts.push("✔" + c.rec); }
-        if (c.guide) { counts.push("✖" + c.guide); }
+        if (c.guide) { counts.push((k === "declared" ? "◆" : "✖") + c.guide); }
         if (!c.rec && !c.guide) { counts.push("removed " + c.removed.length); }
         var near = c.guide ? (c.near === -1 ? "∅" : "≈" + c.near) : "";
         var btn = el("button", {
           type: "button", cls: "cell " + k + (Object.keys(c.changes).length ? " changed" : ""),
           "data-cell": id, "aria-label": cellLabel(c), "aria-pressed": state.cell === id ? "true" : "false", tabindex: "-1",
           title: cellLabel(c)
-        }, [el("span", { cls: "icon", "aria-hidden": "true", text: ICON[k] }), el("span", { cls: "counts", "aria-hidden": "true", text: counts.join(" ") }),
+        }, [el("span", { cls: "counts", "aria-hidden": "true", text: counts.join(" ") }),
           near ? el("span", { cls: "near", "aria-hidden": "true", text: near }) : null]);
         btn.addEventListener("click", function () { openCell(id, btn, true); });
         btn.addEventListener("keydown", function (e) { gridKey(e, grid, x, y); });
