@@ -21,6 +21,7 @@ without a recommended combination).
 from __future__ import annotations
 
 import gc
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -145,15 +146,21 @@ def _major() -> object:
     return FlagClass.MAJOR
 
 
+_NEGATIVE_NUMBER = re.compile(r"-(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
 def _split_units(tokens: Sequence[str]) -> list[tuple[str, ...]]:
-    """The builder's unit split: a ``-`` token and the next token unless that starts with ``-``."""
+    """A flag token and its value (the next token, unless it is another flag).
+
+    A negative number is a value, as the flags normaliser reads it.
+    """
     units: list[tuple[str, ...]] = []
     index = 0
     while index < len(tokens):
         token = tokens[index]
         if token.startswith("-") and index + 1 < len(tokens):
             following = tokens[index + 1]
-            if not following.startswith("-"):
+            if not following.startswith("-") or _NEGATIVE_NUMBER.fullmatch(following):
                 units.append((token, following))
                 index += 2
                 continue

@@ -1,0 +1,97 @@
+"""The evidence graph: index, networkx nodes/edges, JSON/GraphML/DOT export."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import networkx as nx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "audit"))
+
+from audit_builders import (
+    NVFP4,
+    StandInNormaliser,
+    entry,
+    flags,
+    graph_of,
+    pd_record,
+    single_record,
+)
+
+from provenance.audit.scope import Scope
+from provenance.graph import to_dot, to_node_link_json, write_graphml
+
+
+def build() -> tuple[object, object, object]:
+    normaliser = StandInNormaliser()
+    single = single_record("fp4-b200-vllm", "tensor_parallel_size=8 port=8000 block_size=128")
+    pd = pd_record("fp4-b300-dynamo-vllm", "tensor_parallel_size=8", "tensor_parallel_size=8")
+    graph = graph_of([single, pd], [entry(2120, single), entry(2310, pd, green=False)], normaliser)
+    return graph, single, pd
+
+
+def test_exact_index_and_scope() -> None:
+    graph, single, pd = build()
+    scope = Scope("minimax-m3-nvfp4", "b200", "single_node")
+    hits = graph.exact(scope, "serve", flags("tensor_parallel_size=8 block_size=128"))
+    assert [h.id for h in hits] == [single.id]
+    assert graph.exact(scope, "serve", flags("tensor_parallel_size=8")) == []
+    assert [r.id for r in graph.in_scope(scope, NVFP4)] == [single.id]
+    assert graph.in_scope(scope, "MiniMaxAI/MiniMax-M3-MXFP8") == []
+    indexed = graph.records[single.id]
+    assert indexed.validated and indexed.prs == ("SemiAnalysisAI/InferenceX#2120",)
+    assert "port" not in indexed.major["serve"]
+    assert not graph.records[pd.id].validated
+
+
+def test_networkx_nodes_and_edges() -> None:
+    graph, single, pd = build()
+    graph.add_combination(
+        "MiniMaxAI/MiniMax-M3",
+        "nvfp4 · b200 · single_node_tp",
+        3,
+        "recommended",
+        {"serve": flags("tensor_parallel_size=8 block_size=128")},
+    )
+    g = graph.to_networkx()
+    kinds = {data["kind"] for _, data in g.nodes(data=True)}
+    assert kinds == {"flag", "evidence", "config", "pr", "sweep", "commit", "combination"}
+    edge_kinds = {data["kind"] for _, _, data in g.edges(data=True)}
+    assert {"sets", "introduced-by", "validated-by", "renders", "at-commit", "config"} <= edge_kinds
+    sets = [
+        (u, v, d["role"])
+        for u, v, d in g.edges(data=True)
+        if d["kind"] == "sets" and u == f"evidence:{pd.id}"
+    ]
+    assert {r for _, _, r in sets} == {"prefill", "decode"}
+    assert g.has_edge(f"evidence:{single.id}", "pr:SemiAnalysisAI/InferenceX#2120")
+    assert g.has_edge("pr:SemiAnalysisAI/InferenceX#2120", "sweep:3120/1")
+    renders = [v for u, v, d in g.edges(data=True) if d["kind"] == "renders"]
+    assert "flag:tensor_parallel_size=8" in renders
+
+
+def test_exports_round_trip() -> None:
+    graph, _, _ = build()
+    g = graph.to_networkx()
+    data = json.loads(json.dumps(to_node_link_json(g)))
+    again = nx.node_link_graph(data, edges="edges")
+    assert again.number_of_nodes() == g.number_of_nodes()
+    assert again.number_of_edges() == g.number_of_edges()
+    buffer = io.BytesIO()
+    write_graphml(g, buffer)
+    buffer.seek(0)
+    parsed = nx.read_graphml(buffer)
+    assert parsed.number_of_nodes() == g.number_of_nodes()
+
+
+def test_dot_escapes_values() -> None:
+    graph, _, _ = build()
+    graph.add_combination("R", 'evil" label\n]; x -> y', 1, "guide-only", {})
+    dot = to_dot(graph.to_networkx())
+    assert dot.startswith("digraph provenance {")
+    assert dot.rstrip().endswith("}")
+    assert 'evil\\" label\\n]; x -> y' in dot
+    assert '"x" -> "y"' not in dot
