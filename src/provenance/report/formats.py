@@ -17,6 +17,7 @@ FORMATS: dict[str, str] = {
     "json": "provenance.report.json_report",
     "markdown": "provenance.report.markdown",
     "sarif": "provenance.report.sarif",
+    "html": "provenance.report.html",
 }
 
 
