@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 from pathlib import Path
 
 import pytest
@@ -202,7 +203,7 @@ def test_bad_declarations(workspace: Workspace, text: str, message: str) -> None
 _text = st.text(alphabet=st.characters(codec="utf-8"), max_size=40)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=int(os.environ.get("PROVENANCE_FUZZ_EXAMPLES", "150")), deadline=None)
 @given(
     title=_text, notes=_text, source=_text, head=st.from_regex(r"[0-9a-f]{7,40}", fullmatch=True)
 )
@@ -224,3 +225,32 @@ def test_missing_ledger_is_empty(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path / "nowhere")
     assert ledger.entries() == []
     assert ledger.declarations() == Declarations()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            b"a: &a [x, x, x, x, x, x, x, x, x]\n"
+            + b"".join(
+                f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n".encode()
+                for i in range(9)
+            ),
+            "alias",
+        ),
+        (b"schema: provenance.ledger.pr/v1\ntitle: \xff\xfe broken\n", "UTF-8"),
+        (b"\xef\xbb\xbf" + b"[" * 200 + b"]" * 200, "nesting"),
+        (b"pr: !!python/object/apply:os.system ['touch /tmp/pwned']\n", "tag not allowed"),
+        (b"pr: {repo: a/b, number: 1\n", "invalid YAML"),
+    ],
+)
+def test_hostile_entry_files_are_refused(
+    workspace: Workspace, content: bytes, message: str
+) -> None:
+    path = workspace.ledger.path_of(PR)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(content)
+    with pytest.raises(InputError, match=message) as caught:
+        workspace.ledger.entries()
+    assert caught.value.location is not None
+    assert caught.value.location.path == str(path)

@@ -15,6 +15,7 @@ Writers must hold ``writer_lock`` (this module does not take it).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from pathlib import Path
@@ -59,7 +60,15 @@ class _LedgerDumper(yaml.SafeDumper):
     """Block style; multi-line strings as literal blocks; no line folding."""
 
 
+#: Characters YAML readers fold or normalise (NEL, line/paragraph separators,
+#: BOM, other controls): a string holding one is written double-quoted, where
+#: the emitter escapes it, so that it reads back exactly.
+_UNSAFE_PLAIN = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff]")
+
+
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if _UNSAFE_PLAIN.search(value) or (value != value.strip(" ") and "\n" in value):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
     if "\n" in value:
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
     return dumper.represent_scalar("tag:yaml.org,2002:str", value)
