@@ -11,8 +11,7 @@ import click
 
 from provenance.cli.runner import run
 from provenance.errors import EXIT_GATE, EXIT_OK, UsageError
-
-FORMATS = ("text", "json", "markdown", "sarif")
+from provenance.report.formats import FORMATS
 
 
 def _split(values: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -70,7 +69,9 @@ def _open_output(path: Path | None) -> TextIO:
     "--pd-pairing", type=click.Choice(["joint", "star"]), default="joint", show_default=True
 )
 @click.option("--kv", default="off", show_default=True, help="KV offload: off, all or a list.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(sorted(FORMATS)), default="text", show_default=True
+)
 @click.option("--strict", is_flag=True, help="Exit 1 if a guide-only combination is undeclared.")
 @click.option(
     "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write here."
