@@ -60,6 +60,8 @@ def test_get_detects_a_modified_value(workspace: Workspace) -> None:
         store.get(record_id)
     with pytest.raises(IntegrityError, match="modified"):
         store.load_all()
+    with pytest.raises(IntegrityError, match="modified"):
+        list(store.iter_records())
     check = store.check_file(path)
     assert not check.ok
 

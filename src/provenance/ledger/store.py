@@ -139,9 +139,10 @@ class EvidenceStore:
         return check.record
 
     def iter_records(self) -> Iterator[EvidenceRecord]:
-        """Every record, in id order, each checked as by :meth:`get`."""
-        for record_id in self.ids():
-            yield self.get(record_id)
+        """Every record in id order, hash-checked (the fast path of :meth:`load_all`)."""
+        records = self.load_all()
+        for record_id in sorted(records):
+            yield records[record_id]
 
     def load_all(self) -> dict[str, EvidenceRecord]:
         """Fast bulk load for the audit: every record by id, hash-checked.
