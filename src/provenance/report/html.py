@@ -12,8 +12,9 @@ combinations) stays small:
 
 * every string appears once, in a string table ``s``; everything else refers
   to it by index (``-1`` stands for ``None``);
-* flags, evidence references, reasons, nearest-evidence points and role sets
-  are tables of distinct rows, referred to by index;
+* flags, evidence references, reasons, nearest-evidence points, roles (role,
+  node rank, flags) and role sets are tables of distinct rows, referred to by
+  index;
 * a selection is split into its *shape* (everything but the features) and its
   *feature set*; both are table rows, and a selection is the integer
   ``shape * len(features) + feature_set``;
@@ -232,6 +233,7 @@ class _Encoder:
         self.runs = _Table()
         self.evrefs = _Table()
         self.flags = _Table()
+        self.roles = _Table()
         self.rolesets = _Table()
         self.reasons = _Table()
         self.nearest = _Table()
@@ -272,10 +274,12 @@ class _Encoder:
 
     def roleset(self, roles: Sequence[RoleFlags]) -> int:
         rows = tuple(
-            (
-                self.s(role.role),
-                -1 if role.node_rank is None else role.node_rank,
-                tuple(self.flag(f) for f in role.flags),
+            self.roles.add(
+                (
+                    self.s(role.role),
+                    -1 if role.node_rank is None else role.node_rank,
+                    tuple(self.flag(f) for f in role.flags),
+                )
             )
             for role in roles
         )
@@ -436,6 +440,7 @@ def build_page_data(
         "shapes": enc.shapes.rows,
         "features": enc.features.rows,
         "groups": groups,
+        "roles": enc.roles.rows,
         "rolesets": enc.rolesets.rows,
         "flags": enc.flags.rows,
         "evrefs": enc.evrefs.rows,

@@ -96,6 +96,7 @@
   }
   function comboChange(i) { return changeOf[cShape[i] * NF + cFeat[i]]; }
 
+  function rolesOf(rolesetIndex) { return D.rolesets[rolesetIndex].map(function (r) { return D.roles[r]; }); }
   function prLabel(i) { return str(D.prs[i][0]); }
   function prNodes(prIdx) {
     var out = [];
@@ -120,7 +121,7 @@
     var cached = rolesetText[ri];
     if (cached) { return cached; }
     var flags = [], prs = [], records = [];
-    D.rolesets[ri].forEach(function (role) {
+    rolesOf(ri).forEach(function (role) {
       role[2].forEach(function (f) {
         var fl = D.flags[f];
         flags.push(str(fl[0]) + "=" + str(fl[1]));
@@ -554,7 +555,7 @@
       box.appendChild(el("h4", { text: "Why guide-only" }));
       box.appendChild(el("ul", { cls: "reasons" }, g.reasons.map(function (r) { return reasonItem(D.reasons[r]); })));
     }
-    D.rolesets[g.roleset].forEach(function (role) { box.appendChild(roleView(role)); });
+    rolesOf(g.roleset).forEach(function (role) { box.appendChild(roleView(role)); });
     if (g.evidence.length) {
       box.appendChild(el("h4", { text: "Evidence behind the verdict" }));
       box.appendChild(el("ul", null, g.evidence.map(function (e) { return el("li", null, evrefNodes(e)); })));
