@@ -576,6 +576,12 @@ def test_canonical_value(value: object, canonical: str) -> None:
     assert canonical_value(value) == canonical
 
 
+def test_huge_and_special_numbers_round_trip() -> None:
+    for value in (10**40, 2**63, 1e300, float("inf"), float("nan"), -(10**31)):
+        flags = normalise_mapping({"hf-overrides": {"x": value}, "seed": value})
+        assert normalise_argv(render_argv(flags)).flags == flags
+
+
 def test_split_key_undoes_quoting() -> None:
     assert split_key('kv_transfer_config.kv_connector_extra_config."lmcache.mp.port"') == [
         "kv_transfer_config",

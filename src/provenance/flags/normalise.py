@@ -299,7 +299,7 @@ def canonical_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
-        return str(value)
+        return _canonical_number(str(value))
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             return repr(value)
