@@ -7,7 +7,10 @@ A ``Flag`` is a canonical key and a canonical value, both strings:
   environment variables spelled ``env:NAME`` (name kept verbatim);
 * values are canonical text: booleans ``"true"``/``"false"``, integers without
   sign noise or leading zeros, floats in Python's shortest ``repr``, lists and
-  other JSON as compact sorted JSON, everything else verbatim.
+  other JSON as compact sorted JSON, everything else verbatim. Numbers compare
+  by value: a float with an integral value is written as an integer (``1.0``
+  → ``1``), so ``0.90``/``0.9`` and ``1``/``1.0`` each give one value (see
+  ``provenance.flags.normalise``).
 
 Keeping values as canonical strings makes equality exact: ``True``, ``1`` and
 ``1.0`` never collide as they would as Python objects. See ``docs/flags.md``.
