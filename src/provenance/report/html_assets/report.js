@@ -120,20 +120,23 @@
   function rolesetTexts(ri) {
     var cached = rolesetText[ri];
     if (cached) { return cached; }
-    var flags = [], prs = [], records = [];
+    // Per-flag evidence records are left out of the search text (too many); their PRs are in.
+    var flags = [], prs = [], seen = {};
     rolesOf(ri).forEach(function (role) {
       role[2].forEach(function (f) {
         var fl = D.flags[f];
         flags.push(str(fl[0]) + "=" + str(fl[1]));
-        fl[3].forEach(function (e) { records.push(str(D.evrefs[e][0])); evrefPrs(e, prs); });
+        fl[3].forEach(function (e) {
+          D.evrefs[e][1].forEach(function (p) { if (!seen[p]) { seen[p] = true; prs.push(prLabel(p)); } });
+        });
       });
     });
-    cached = rolesetText[ri] = { flags: flags.join("\n"), prs: prs, records: records.join("\n") };
+    cached = rolesetText[ri] = { flags: flags.join("\n"), prs: prs };
     return cached;
   }
   function groupTexts(g) {
     var rs = rolesetTexts(g.roleset);
-    var prs = rs.prs.slice(), reasons = [], records = [rs.records];
+    var prs = rs.prs.slice(), reasons = [], records = [];
     g.evidence.forEach(function (e) { records.push(str(D.evrefs[e][0])); evrefPrs(e, prs); });
     g.reasons.forEach(function (r) {
       var row = D.reasons[r];
