@@ -10,7 +10,12 @@ from conftest import Workspace
 from ledger_factories import make_record
 
 from provenance.errors import IntegrityError
-from provenance.ledger.store import EvidenceStore, RecordNotFoundError, record_file_bytes
+from provenance.ledger.store import (
+    MAX_RECORD_BYTES,
+    EvidenceStore,
+    RecordNotFoundError,
+    record_file_bytes,
+)
 
 
 def test_put_get_round_trip(workspace: Workspace) -> None:
@@ -92,7 +97,20 @@ def test_id_field_rewritten_to_match_name_is_still_caught(workspace: Workspace) 
         store.get(forged_id)
 
 
-@pytest.mark.parametrize("content", [b"", b"not json", b"[1, 2]", b'{"id": 1}', b"\xff\xfe"])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"not json",
+        b"[1, 2]",
+        b'{"id": 1}',
+        b"\xff\xfe",
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"id": ' + b"9" * 10_000 + b"}",
+        b" " * (MAX_RECORD_BYTES + 1),
+    ],
+    ids=["empty", "text", "list", "bad-id", "utf16", "deep", "huge-int", "oversized"],
+)
 def test_garbage_files_are_integrity_errors(workspace: Workspace, content: bytes) -> None:
     store = workspace.store
     record_id = "sha256:" + "a" * 64

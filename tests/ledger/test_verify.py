@@ -302,3 +302,13 @@ def test_not_a_repository_is_usage_error(workspace: Workspace, tmp_path: Path) -
     (tmp_path / "plain").mkdir()
     result = run_verify(workspace, "--inferencex", str(tmp_path / "plain"))
     assert result.exit_code == EXIT_USAGE
+
+
+def test_invalid_declarations_exit_3(workspace: Workspace) -> None:
+    populate(workspace)
+    workspace.ledger.declarations_path.write_text(
+        "declarations:\n- id: a\n  match: {reasons: [made-up]}\n  reason: r\n  date: 2026-01-01\n"
+    )
+    result = run_verify(workspace)
+    assert result.exit_code == EXIT_INPUT
+    assert "declarations.yaml:3" in result.stderr

@@ -30,6 +30,9 @@ from provenance.evidence.record import EvidenceRecord, canonical_json
 from provenance.ledger.atomic import atomic_write_bytes, is_temp_name
 
 ID_PREFIX = "sha256:"
+#: Largest record file read. Real records are a few KiB; a file over this is
+#: refused (corrupt) before it is read, so a hostile store cannot exhaust memory.
+MAX_RECORD_BYTES = 4 * 1024 * 1024
 _ID = re.compile(r"^sha256:[0-9a-f]{64}$")
 _DIR = re.compile(r"^[0-9a-f]{2}$")
 _FILE = re.compile(r"^[0-9a-f]{62}\.json$")
@@ -157,12 +160,9 @@ class EvidenceStore:
             name_id = self.id_of(path)
             if name_id is None:
                 raise IntegrityError(f"{path}: not a record file name (expected <62 hex>.json)")
-            raw = path.read_bytes()
-            try:
-                data = json.loads(raw)
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise IntegrityError(f"{path}: not valid JSON ({exc})") from None
-            problem = self._raw_problem(data, name_id)
+            data, problem = _read_json(path)
+            if problem is None:
+                problem = self._raw_problem(data, name_id)
             if problem is not None:
                 raise IntegrityError(f"{path}: {problem}")
             try:
@@ -177,14 +177,9 @@ class EvidenceStore:
     def check_file(self, path: Path) -> RecordFileCheck:
         """Full check of one file: name, JSON, model, ``id`` field, raw and model hashes."""
         name_id = self.id_of(path)
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            return RecordFileCheck(path, name_id, None, f"cannot read: {exc.strerror}")
-        try:
-            data = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            return RecordFileCheck(path, name_id, None, f"not valid JSON ({exc})")
+        data, problem = _read_json(path)
+        if problem is not None:
+            return RecordFileCheck(path, name_id, None, problem)
         try:
             record = EvidenceRecord.model_validate(data)
         except ValidationError as exc:
@@ -245,6 +240,23 @@ class EvidenceStore:
                     continue
                 paths.append(path)
         return paths
+
+
+def _read_json(path: Path) -> tuple[Any, str | None]:
+    """``(data, None)`` or ``(None, problem)`` for one record file."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_RECORD_BYTES:
+            return None, f"file is {size} bytes, over the {MAX_RECORD_BYTES}-byte record limit"
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, f"cannot read: {exc.strerror}"
+    try:
+        return json.loads(raw), None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, int digit limit
+        return None, f"not valid JSON ({exc})"
+    except RecursionError:
+        return None, "not valid JSON (nested too deeply)"
 
 
 def _first_error(exc: ValidationError) -> str:

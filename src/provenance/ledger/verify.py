@@ -262,6 +262,9 @@ def verify(
     store = EvidenceStore(evidence_root)
     warnings: list[str] = []
 
+    # Entries are read before the store: writers store records before the
+    # entries citing them, so a verify running beside a writer can see orphans
+    # but never a false dangling reference.
     entry_paths = ledger.entry_paths()
     entries: list[tuple[Path, LedgerEntry]] = [(p, ledger.load_entry_file(p)) for p in entry_paths]
     declarations = ledger.declarations()
