@@ -278,6 +278,8 @@ def test_reextraction_mismatch_is_suspect(workspace: Workspace, checkout: Checko
     assert statuses(report) == {record_id: Status.SUSPECT}
     assert "differs in image" in report.records[0].problems[0]
     assert report.exit_code == EXIT_INTEGRITY
+    assert report.entries[0].status is Status.SUSPECT
+    assert report.entries[0].problems == (f"cites suspect record {record_id}",)
 
     report = verify(
         workspace.ledger_root, workspace.evidence_root, checkout.path, reextract=lambda r: None

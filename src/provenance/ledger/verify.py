@@ -247,6 +247,134 @@ def inferencex_reextractor(
 # verify
 
 
+class _Findings:
+    """Statuses and problems gathered while verifying, keyed by record id / entry path."""
+
+    def __init__(self) -> None:
+        self.record_status: dict[str, Status] = {}
+        self.record_problems: dict[str, list[str]] = {}
+        self.record_paths: dict[str, str] = {}
+        self.stored: dict[str, EvidenceRecord] = {}
+        self.anonymous: list[RecordCheck] = []
+        self.referenced_by: dict[str, list[str]] = {}
+        self.entry_status: dict[str, list[Status]] = {}
+        self.entry_problems: dict[str, list[str]] = {}
+        self.warnings: list[str] = []
+
+    def mark_record(self, record_id: str, status: Status, problem: str) -> None:
+        self.record_status[record_id] = status
+        self.record_problems.setdefault(record_id, []).append(problem)
+
+    def mark_entry(self, path: Path, status: Status, problem: str) -> None:
+        self.entry_status[str(path)].append(status)
+        self.entry_problems[str(path)].append(problem)
+
+
+def _check_store(store: EvidenceStore, found: _Findings) -> None:
+    for check in store.check_all():
+        if check.name_id is None:
+            found.anonymous.append(
+                RecordCheck(
+                    id=check.record.id if check.record else None,
+                    path=str(check.path),
+                    status=Status.CORRUPT,
+                    problems=(check.problem or "not a record file",),
+                )
+            )
+            continue
+        found.record_paths[check.name_id] = str(check.path)
+        found.record_problems[check.name_id] = []
+        if check.ok and check.record is not None:
+            found.record_status[check.name_id] = Status.OK
+            found.stored[check.name_id] = check.record
+        else:
+            found.mark_record(check.name_id, Status.CORRUPT, check.problem or "invalid")
+    for temp in store.leftover_temp_files():
+        found.warnings.append(f"leftover temporary file from an interrupted write: {temp}")
+
+
+def _check_references(
+    entries: list[tuple[Path, LedgerEntry]], store: EvidenceStore, found: _Findings
+) -> list[str]:
+    """Resolve every cited record id; returns the orphan record ids."""
+    for path, entry in entries:
+        found.entry_status[str(path)] = [Status.OK]
+        found.entry_problems[str(path)] = []
+        for record_id in entry.records:
+            if not is_record_id(record_id):
+                found.mark_entry(
+                    path, Status.DANGLING, f"cites {record_id!r}, which is not a record id"
+                )
+                continue
+            found.referenced_by.setdefault(record_id, []).append(str(entry.pr))
+            if record_id not in found.record_status:
+                found.record_paths[record_id] = str(store.path_of(record_id))
+                found.mark_record(
+                    record_id, Status.DANGLING, "cited by the ledger but not in the evidence store"
+                )
+    orphans = sorted(set(found.stored) - set(found.referenced_by))
+    found.warnings.extend(f"orphan record {r}: no ledger entry cites it" for r in orphans)
+    return orphans
+
+
+def _default_reextract(
+    inferencex: Path, entries: list[tuple[Path, LedgerEntry]], found: _Findings
+) -> Reextract | None:
+    extract, why = load_inferencex_extract()
+    if extract is None:
+        found.warnings.append(
+            f"re-extraction unavailable: {why}; blobs were checked, "
+            "record contents were not re-derived"
+        )
+        return None
+    citing: dict[str, list[int]] = {}
+    for _, entry in entries:
+        for record_id in entry.records:
+            record = found.stored.get(record_id)
+            if record is not None and record.source.repo == entry.pr.repo:
+                citing.setdefault(record_id, []).append(entry.pr.number)
+    return inferencex_reextractor(inferencex, extract, citing)
+
+
+def _check_inferencex(
+    blobs: _GitBlobs,
+    reextract: Reextract | None,
+    entries: list[tuple[Path, LedgerEntry]],
+    found: _Findings,
+) -> int:
+    """Blob and re-extraction checks; returns how many records were re-extracted."""
+    reextracted = 0
+    for record_id, record in sorted(found.stored.items()):
+        problems = [
+            problem
+            for file in record.source.files
+            if (problem := blobs.problem(record.source.commit, file.path, file.blob_sha))
+        ]
+        if not problems and reextract is not None:
+            fresh = reextract(record)
+            reextracted += 1
+            if fresh is None:
+                problems.append("re-extracting at its commit gives no such record")
+            elif fresh.with_id().id != record_id:
+                problems.append(
+                    "re-extracting at its commit gives a different record "
+                    f"({fresh.with_id().id}; differs in {_content_diff(record, fresh)})"
+                )
+        for problem in problems:
+            found.mark_record(record_id, Status.SUSPECT, problem)
+    for path, entry in entries:
+        for file in entry.files:
+            if problem := blobs.problem(file.commit, file.path, file.blob_sha):
+                found.mark_entry(path, Status.SUSPECT, problem)
+        if entry.merge_commit and not blobs.has_commit(entry.merge_commit):
+            found.mark_entry(
+                path,
+                Status.SUSPECT,
+                f"merge commit {entry.merge_commit} not found in the InferenceX checkout",
+            )
+    return reextracted
+
+
 def verify(
     ledger_root: Path,
     evidence_root: Path,
@@ -260,141 +388,50 @@ def verify(
             raise UsageError(f"{kind} directory {directory} does not exist")
     ledger = Ledger(ledger_root)
     store = EvidenceStore(evidence_root)
-    warnings: list[str] = []
+    found = _Findings()
 
     # Entries are read before the store: writers store records before the
     # entries citing them, so a verify running beside a writer can see orphans
     # but never a false dangling reference.
-    entry_paths = ledger.entry_paths()
-    entries: list[tuple[Path, LedgerEntry]] = [(p, ledger.load_entry_file(p)) for p in entry_paths]
+    entries = [(path, ledger.load_entry_file(path)) for path in ledger.entry_paths()]
     declarations = ledger.declarations()
+    _check_store(store, found)
+    orphans = _check_references(entries, store, found)
 
-    # Stored records -------------------------------------------------------
-    record_problems: dict[str, list[str]] = {}
-    record_status: dict[str, Status] = {}
-    record_paths: dict[str, str] = {}
-    stored: dict[str, EvidenceRecord] = {}
-    anonymous: list[RecordCheck] = []
-    for check in store.check_all():
-        if check.name_id is None:
-            anonymous.append(
-                RecordCheck(
-                    id=check.record.id if check.record else None,
-                    path=str(check.path),
-                    status=Status.CORRUPT,
-                    problems=(check.problem or "not a record file",),
-                )
-            )
-            continue
-        record_paths[check.name_id] = str(check.path)
-        if check.ok and check.record is not None:
-            record_status[check.name_id] = Status.OK
-            record_problems[check.name_id] = []
-            stored[check.name_id] = check.record
-        else:
-            record_status[check.name_id] = Status.CORRUPT
-            record_problems[check.name_id] = [check.problem or "invalid"]
-
-    # References -----------------------------------------------------------
-    referenced_by: dict[str, list[str]] = {}
-    entry_problems: dict[str, list[str]] = {}
-    entry_status: dict[str, list[Status]] = {}
-    for path, entry in entries:
-        name = str(path)
-        entry_problems[name] = []
-        entry_status[name] = [Status.OK]
-        for record_id in entry.records:
-            if not is_record_id(record_id):
-                entry_problems[name].append(f"cites {record_id!r}, which is not a record id")
-                entry_status[name].append(Status.DANGLING)
-                continue
-            referenced_by.setdefault(record_id, []).append(str(entry.pr))
-            if record_id not in record_status:
-                record_status[record_id] = Status.DANGLING
-                record_problems[record_id] = ["cited by the ledger but not in the evidence store"]
-                record_paths[record_id] = str(store.path_of(record_id))
-            status = record_status[record_id]
-            if status is not Status.OK:
-                entry_problems[name].append(f"cites {status.value} record {record_id}")
-                entry_status[name].append(status)
-
-    orphans = sorted(set(stored) - set(referenced_by))
-    for record_id in orphans:
-        warnings.append(f"orphan record {record_id}: no ledger entry cites it")
-    for temp in store.leftover_temp_files():
-        warnings.append(f"leftover temporary file from an interrupted write: {temp}")
-
-    # InferenceX -------------------------------------------------------------
-    blobs_checked = 0
-    reextracted = 0
+    blobs_checked = reextracted = 0
     reextraction: Literal["done", "unavailable", "not-requested"] = "not-requested"
     if inferencex is not None:
         blobs = _GitBlobs(inferencex)
         if reextract is None:
-            extract, why = load_inferencex_extract()
-            if extract is not None:
-                citing: dict[str, list[int]] = {}
-                for _, entry in entries:
-                    for record_id in entry.records:
-                        record = stored.get(record_id)
-                        if record is not None and record.source.repo == entry.pr.repo:
-                            citing.setdefault(record_id, []).append(entry.pr.number)
-                reextract = inferencex_reextractor(inferencex, extract, citing)
-            else:
-                warnings.append(
-                    f"re-extraction unavailable: {why}; blobs were checked, "
-                    "record contents were not re-derived"
-                )
+            reextract = _default_reextract(inferencex, entries, found)
         reextraction = "done" if reextract is not None else "unavailable"
-        for record_id, record in sorted(stored.items()):
-            problems = [
-                problem
-                for file in record.source.files
-                if (problem := blobs.problem(record.source.commit, file.path, file.blob_sha))
-            ]
-            if not problems and reextract is not None:
-                fresh = reextract(record)
-                reextracted += 1
-                if fresh is None:
-                    problems.append("re-extracting at its commit gives no such record")
-                elif fresh.with_id().id != record_id:
-                    problems.append(
-                        "re-extracting at its commit gives a different record "
-                        f"({fresh.with_id().id}; differs in {_content_diff(record, fresh)})"
-                    )
-            if problems:
-                record_status[record_id] = Status.SUSPECT
-                record_problems[record_id].extend(problems)
-        for path, entry in entries:
-            name = str(path)
-            for file in entry.files:
-                if problem := blobs.problem(file.commit, file.path, file.blob_sha):
-                    entry_problems[name].append(problem)
-                    entry_status[name].append(Status.SUSPECT)
-            if entry.merge_commit and not blobs.has_commit(entry.merge_commit):
-                entry_problems[name].append(
-                    f"merge commit {entry.merge_commit} not found in the InferenceX checkout"
-                )
-                entry_status[name].append(Status.SUSPECT)
+        reextracted = _check_inferencex(blobs, reextract, entries, found)
         blobs_checked = blobs.checked
+
+    # An entry is as bad as the worst record it cites.
+    for path, entry in entries:
+        for record_id in dict.fromkeys(entry.records):
+            status = found.record_status.get(record_id, Status.OK)
+            if status is not Status.OK:
+                found.mark_entry(path, status, f"cites {status.value} record {record_id}")
 
     records = [
         RecordCheck(
             id=record_id,
-            path=record_paths.get(record_id),
-            status=record_status[record_id],
-            problems=tuple(record_problems[record_id]),
-            referenced_by=tuple(sorted(set(referenced_by.get(record_id, [])))),
+            path=found.record_paths.get(record_id),
+            status=found.record_status[record_id],
+            problems=tuple(found.record_problems.get(record_id, ())),
+            referenced_by=tuple(sorted(set(found.referenced_by.get(record_id, [])))),
         )
-        for record_id in sorted(record_status)
+        for record_id in sorted(found.record_status)
     ]
-    records.extend(anonymous)
+    records.extend(found.anonymous)
     entry_checks = [
         EntryCheck(
             pr=str(entry.pr),
             path=str(path),
-            status=_worst(entry_status[str(path)]),
-            problems=tuple(entry_problems[str(path)]),
+            status=_worst(found.entry_status[str(path)]),
+            problems=tuple(found.entry_problems[str(path)]),
         )
         for path, entry in entries
     ]
@@ -423,7 +460,7 @@ def verify(
         summary=summary,
         records=tuple(records),
         entries=tuple(entry_checks),
-        warnings=tuple(warnings),
+        warnings=tuple(found.warnings),
     )
 
 
