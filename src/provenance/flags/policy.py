@@ -127,6 +127,10 @@ _S7_FUNCTIONAL = "spec §7: functional, perf-neutral (recipe features)"
 _RECIPES_S3 = (
     "recipes-builder-spec §3.3: emitted per node by the parallelism emitter (placement plumbing)"
 )
+_RECIPES_S4 = (
+    "recipes-builder-spec §4 step 6: env the builder emits per PD pool / multi-node rendezvous "
+    "(placement plumbing, like NCCL_SOCKET_IFNAME)"
+)
 
 
 def _rules(table: Iterable[tuple[str, FlagClass, str]]) -> tuple[PolicyRule, ...]:
@@ -177,6 +181,13 @@ DEFAULT_RULES: tuple[PolicyRule, ...] = _rules(
         ("env:VLLM_USE_FLASHINFER_MOE_FP4", MAJOR, _S7_KERNEL_ANALOGY),
         ("env:VLLM_USE_DEEP_GEMM", MAJOR, _S7_KERNEL_ANALOGY),
         ("env:VLLM_USE_TRTLLM_RAGGED_DEEPSEEK_PREFILL", MAJOR, _S7_KERNEL_ANALOGY),
+        (
+            "env:VLLM_ROCM_USE_AITER*",
+            MAJOR,
+            _S7_KERNEL_ANALOGY + " (AITER kernels, MiniMax-M3 AMD env)",
+        ),
+        ("env:TORCH_BLAS_PREFER_HIPBLASLT", MAJOR, _S7_KERNEL_ANALOGY + " (GEMM library)"),
+        ("env:VLLM_ROCM_QUICK_REDUCE_QUANTIZATION", MAJOR, _S7_NUMERICS + "; quantised all-reduce"),
         # --- tuning: InferenceX per-point tuning ----------------------------------
         ("max_num_seqs", TUNING, _S7_TUNING),
         ("max_num_batched_tokens", TUNING, _S7_TUNING),
@@ -206,6 +217,7 @@ DEFAULT_RULES: tuple[PolicyRule, ...] = _rules(
         ("mm_processor_cache_gb", TUNING, _S7_TUNING + " (multimodal cache)"),
         ("disable_custom_all_reduce", TUNING, _S7_TUNING + " (communication)"),
         ("env:VLLM_USE_BREAKABLE_CUDAGRAPH", TUNING, _S7_TUNING + " (cudagraph mode)"),
+        ("env:GPU_MAX_HW_QUEUES", TUNING, _S7_TUNING + " (HIP queues)"),
         ("env:VLLM_FLASHINFER_ALLREDUCE_BACKEND", TUNING, _S7_AR_BACKEND),
         ("env:VLLM_USE_NCCL_SYMM_MEM", TUNING, _S7_TUNING + " (communication)"),
         ("env:VLLM_ALLREDUCE_USE_SYMM_MEM", TUNING, _S7_TUNING + " (communication)"),
@@ -241,6 +253,8 @@ DEFAULT_RULES: tuple[PolicyRule, ...] = _rules(
         ("speculative_config.rejection_sample_method", HARNESS, _S7_BENCH),
         ("speculative_config.synthetic_acceptance_length", HARNESS, _S7_BENCH),
         ("env:NCCL_*", HARNESS, _S7_HARNESS + " (NCCL_*)"),
+        ("env:GLOO_SOCKET_IFNAME", HARNESS, _RECIPES_S4),
+        ("env:CUDA_VISIBLE_DEVICES", HARNESS, _RECIPES_S4),
         ("env:TORCH_NCCL_*", HARNESS, _S7_HARNESS + " (NCCL_*)"),
         ("env:UCX_*", HARNESS, _S7_HARNESS + " (UCX_*)"),
         ("env:NIXL_*", HARNESS, _S7_HARNESS + " (NIXL)"),
