@@ -1,0 +1,175 @@
+"""``provenance combos``: every selectable combination of a recipe with its argv and env."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+import click
+
+from provenance.cli.runner import run
+from provenance.recipes.combination import Combination
+from provenance.recipes.combos import CombosRequest, list_combinations
+from provenance.recipes.enumerate import EnumerationOptions
+from provenance.recipes.records import combination_record
+
+
+def _split(value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    items = tuple(part.strip() for part in value.split(",") if part.strip())
+    return items or None
+
+
+def write_jsonl(combinations: Iterable[Combination]) -> int:
+    out = sys.stdout
+    count = 0
+    for combo in combinations:
+        record = combination_record(combo.recipe, combo.selection, combo.result)
+        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+        count += 1
+    return count
+
+
+def _layout(combo: Combination) -> str:
+    selection = combo.selection
+    if selection.pd is not None:
+        p, d = selection.pd.prefill, selection.pd.decode
+        return f"P {p.nodes}×{p.parallelism} / D {d.nodes}×{d.parallelism}"
+    if selection.node_count is None:
+        return ""
+    return f"{selection.node_count} node" + ("s" if selection.node_count > 1 else "")
+
+
+def _features(combo: Combination) -> str:
+    parts = []
+    for name in combo.selection.features:
+        mode = combo.selection.feature_modes.get(name)
+        parts.append(f"{name}={mode}" if mode else name)
+    return ", ".join(parts) or "-"
+
+
+def _command(combo: Combination) -> str:
+    lines = []
+    for role in combo.result.roles:
+        label = role.role if role.node_rank is None else f"{role.role}[{role.node_rank}]"
+        text = " ".join(role.argv) if role.argv is not None else (role.command or "")
+        env = " ".join(f"{k}={v}" for k, v in role.env.items())
+        lines.append(f"{label}: {env + ' ' if env else ''}{text}")
+    return "\n".join(lines)
+
+
+def write_table(combinations: Iterable[Combination], *, title: str) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, show_lines=True)
+    for column in ("#", "variant", "hardware", "strategy", "layout", "kv", "features"):
+        table.add_column(column, no_wrap=column != "features")
+    table.add_column("command per role", overflow="fold")
+    count = 0
+    for count, combo in enumerate(combinations, start=1):
+        s = combo.selection
+        table.add_row(
+            str(count),
+            s.variant,
+            s.hardware,
+            s.strategy or "(omni)",
+            _layout(combo),
+            s.kv_offload or "off",
+            _features(combo),
+            _command(combo),
+        )
+    console = Console(soft_wrap=False)
+    console.width = max(console.width, 180)
+    console.print(table)
+    return count
+
+
+def run_combos(request: CombosRequest, output_format: Literal["jsonl", "table"]) -> int:
+    listing = list_combinations(request)
+    if output_format == "table":
+        write_table(listing.combinations, title=f"{listing.recipe.hf_id} combinations")
+    else:
+        write_jsonl(listing.combinations)
+    return 0
+
+
+@click.command(name="combos")
+@click.argument("recipe")
+@click.option(
+    "--recipes-root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Recipes checkout (taxonomy.yaml, strategies/, models/). Default: the current "
+    "directory when it has taxonomy.yaml.",
+)
+@click.option("--variant", "variants", default=None, help="Only these variants (comma list).")
+@click.option("--hardware", default=None, help="Only these hardware ids (comma list).")
+@click.option("--strategy", "strategies", default=None, help="Only these strategies (comma list).")
+@click.option(
+    "--features",
+    type=click.Choice(["all", "default", "none"]),
+    default="all",
+    show_default=True,
+    help="all: every reachable feature subset and mode; default: the landing set; none.",
+)
+@click.option(
+    "--pd-nodes",
+    default="1,2,default",
+    show_default=True,
+    help="PD pool node counts per role: numbers 1-16 and/or 'default', or 'all'.",
+)
+@click.option(
+    "--pd-pairing",
+    type=click.Choice(["joint", "star"]),
+    default="joint",
+    show_default=True,
+    help="joint: every prefill × decode pool; star: vary one role, the other at its default.",
+)
+@click.option(
+    "--kv",
+    default="off",
+    show_default=True,
+    help="KV offload row: off, all, or a comma list of option / Mooncake topology ids.",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["jsonl", "table"]),
+    default="jsonl",
+    show_default=True,
+)
+def combos(
+    recipe: str,
+    recipes_root: Path | None,
+    variants: str | None,
+    hardware: str | None,
+    strategies: str | None,
+    features: Literal["all", "default", "none"],
+    pd_nodes: str,
+    pd_pairing: Literal["joint", "star"],
+    kv: str,
+    output_format: Literal["jsonl", "table"],
+) -> None:
+    """List every selectable combination of RECIPE (Org/Name or a YAML path) with argv and env.
+
+    The jsonl records carry the same selection and result as the recipes-oracle's output.
+    """
+    request = CombosRequest(
+        recipe=recipe,
+        recipes_root=recipes_root,
+        options=EnumerationOptions(
+            variants=_split(variants),
+            hardware=_split(hardware),
+            strategies=_split(strategies),
+            features=features,
+            pd_nodes=pd_nodes,
+            pd_pairing=pd_pairing,
+            kv=kv.strip() or "off",
+        ),
+    )
+    run(lambda: run_combos(request, output_format))
