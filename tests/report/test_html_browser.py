@@ -29,7 +29,7 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 
-from provenance.audit.model import AuditReport
+from provenance.audit.model import AuditReport, VerdictEntry, VerdictKind
 from provenance.report.html import ChangeKind, HtmlDiff, render_html
 
 pytestmark = pytest.mark.browser
@@ -470,3 +470,81 @@ def test_diff_mode_highlights_changed_cells(
     browser.click(cell_selector(EAGLE_CELL))
     browser.wait_for("!document.getElementById('detail').hidden")
     assert "flags-changed" in browser.text_of("#detail")
+
+
+def _guide_only_example(report: AuditReport) -> tuple[str, str, VerdictEntry] | None:
+    """A guide-only single-node TP combination, NVFP4 + EAGLE3 on B200 if there is one.
+
+    Returns its cell id, its label and its verdict entry.
+    """
+    found: list[tuple[int, str, str, VerdictEntry]] = []
+    for entry in report.verdicts:
+        if entry.verdict is not VerdictKind.GUIDE_ONLY or not entry.reasons:
+            continue
+        for selection in (entry.selection, *(entry.selections or ())):
+            if selection is None or selection.strategy != "single_node_tp":
+                continue
+            rank = (
+                (selection.variant != "nvfp4")
+                + (selection.hardware != "b200")
+                + ("spec_decoding" not in selection.features)
+            )
+            cell = f"{entry.recipe}|single-node|{selection.variant}@{selection.hardware}|tp"
+            found.append((rank, cell, selection.label(), entry))
+    if not found:
+        return None
+    _, cell, label, entry = min(found, key=lambda f: f[0])
+    return cell, label, entry
+
+
+@pytest.mark.slow
+def test_real_minimax_m3_report(
+    browser: Page,
+    tmp_path: Path,
+    shots: Callable[[Page, str], Path],
+    record_property: Callable[[str, object], None],
+) -> None:
+    """The audit of the real MiniMax-M3 recipe against the repository's ledger and evidence.
+
+    Blackwell hardware only (b200, b300) to keep the audit fast; every variant,
+    strategy and feature set. ``PROVENANCE_TEST_LEDGER`` / ``PROVENANCE_TEST_EVIDENCE``
+    point it at another ledger and evidence store.
+    """
+    from provenance.audit.run import AuditFilters, AuditInputs, run_audit
+
+    project = Path(__file__).resolve().parents[2]
+    ledger = Path(os.environ.get("PROVENANCE_TEST_LEDGER", project / "ledger"))
+    evidence = Path(os.environ.get("PROVENANCE_TEST_EVIDENCE", project / "evidence"))
+    if not any((ledger / "prs").glob("*.yaml")) or not any(evidence.glob("*/*.json")):
+        pytest.skip("no ingested ledger and evidence in the repository")
+    report = run_audit(
+        AuditInputs(
+            recipes=("MiniMaxAI/MiniMax-M3",),
+            recipes_root=project / "recipes",
+            ledger=ledger,
+            evidence=evidence,
+        ),
+        AuditFilters(hardware=("b200", "b300")),
+    )
+    example = _guide_only_example(report)
+    assert example is not None, "expected a guide-only single-node combination"
+    cell, label, entry = example
+    page = render_html(report)
+    timings = browser.open(write_page(tmp_path, page))
+    record_property("real_page_bytes", len(page.encode()))
+    record_property("real_ready_ms", timings["ready"])
+    print(f"MiniMax-M3 (b200, b300): {len(page.encode())} bytes, ready {timings['ready']:.0f} ms")
+    shots(browser, "real-matrix")
+    browser.click(cell_selector(cell))
+    browser.wait_for("!document.getElementById('detail').hidden")
+    shots(browser, "real-detail")
+    group = browser.js(
+        "[...document.querySelectorAll('#detail section.group')]"
+        f".find(s => s.innerText.includes({json.dumps(label)}))?.innerText ?? null"
+    )
+    assert group is not None, f"{label} not listed in the panel of {cell}"
+    assert "Why guide-only" in group
+    for reason in entry.reasons:
+        assert str(reason.code) in group
+        if reason.flag:
+            assert reason.flag in group
