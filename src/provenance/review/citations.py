@@ -22,6 +22,7 @@ from provenance.audit.model import AuditReport, Reason, ReasonCode, VerdictEntry
 from provenance.errors import UsageError
 from provenance.escaping import markdown_code, markdown_inline
 from provenance.ledger.model import LedgerEntry, PrRef, SweepRun
+from provenance.recipes.combination import Selection
 
 Lang = Literal["en", "zh"]
 LANGS: tuple[Lang, ...] = ("en", "zh")
@@ -49,6 +50,10 @@ PHRASES: dict[str, dict[Lang, str]] = {
     "no_sweep": {
         "en": "no sweep run recorded in the ledger (evidence not validated)",
         "zh": "账本中没有记录基准扫描运行（证据未经验证）",
+    },
+    "no_evidence": {
+        "en": "None: no evidence PR backs any major flag of these combinations.",
+        "zh": "无：没有任何证据 PR 支持这些组合的主要参数。",
     },
     "recommended_by": {"en": "recommended combinations", "zh": "推荐组合"},
     "guide_only": {"en": "Guide-only combinations", "zh": "仅作指南的组合（无完全匹配的证据）"},
@@ -150,9 +155,13 @@ class Citations(BaseModel):
 
 def _selections(entry: VerdictEntry) -> Iterable[tuple[str, str, str]]:
     if entry.selection is not None:
-        yield entry.selection.variant, entry.selection.hardware, entry.selection.strategy
+        yield _group_key(entry.selection)
     for sel in entry.selections or ():
-        yield sel.variant, sel.hardware, sel.strategy
+        yield _group_key(sel)
+
+
+def _group_key(selection: Selection) -> tuple[str, str, str]:
+    return selection.variant, selection.hardware, selection.strategy or "omni"
 
 
 def _count(entry: VerdictEntry) -> int:
@@ -317,6 +326,8 @@ def _render_one(c: Citations, lang: Lang) -> str:
     p = {k: v[lang] for k, v in PHRASES.items()}
     out = [f"### {p['title']} ({', '.join(markdown_inline(r) for r in c.recipes)})", "", p["intro"]]
     out += ["", f"#### {p['evidence']}", ""]
+    if not c.evidence:
+        out.append(p["no_evidence"])
     for pr in c.evidence:
         ref = markdown_inline(_short_pr(pr.pr))
         head = f"[{ref}]({pr.url})" if pr.url else ref

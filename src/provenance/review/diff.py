@@ -172,7 +172,11 @@ def _flag_changes(base: RoleFlagMap, head: RoleFlagMap) -> FlagChanges:
 
 
 def diff_reports(
-    base: AuditReport | None, head: AuditReport, *, base_label: str, head_label: str
+    base: AuditReport | None,
+    head: AuditReport | None,
+    *,
+    base_label: str,
+    head_label: str,
 ) -> DiffReport:
     """Compare two audits of the same recipes; ``base`` None means the recipes are new."""
     base_map = dict(_expand(base))

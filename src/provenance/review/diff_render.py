@@ -1,0 +1,193 @@
+"""Writers for the diff-aware audit: text (terminal), markdown (PR comment / job summary), json.
+
+Everything is grouped so that tens of thousands of changed combinations stay
+readable: blocking combinations by (recipe, variant, hardware, strategy, why),
+the flag lens by (flag, variant, hardware, strategy, role).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from provenance.escaping import markdown_code, markdown_inline, terminal
+from provenance.report.grouping import reason_label
+from provenance.review.diff import CombinationChange, DiffReport, LensEntry
+
+MAX_GROUPS = 60
+MAX_LENS_ROWS = 80
+
+BLOCK_TEXT = {
+    "new-guide-only": "newly exposed, guide-only",
+    "regressed-verdict": "was recommended, now guide-only",
+    "new-unevidenced-flag": "now carries a major flag with no evidence in scope",
+}
+
+
+@dataclass
+class _Group:
+    count: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    nearest: Counter[str] = field(default_factory=Counter)
+    added: Counter[str] = field(default_factory=Counter)
+
+
+def _strategy(change: CombinationChange) -> str:
+    return change.selection.strategy or "omni"
+
+
+def blocking_groups(
+    changes: Iterable[CombinationChange],
+) -> list[tuple[tuple[str, str, str, str, str], _Group]]:
+    groups: dict[tuple[str, str, str, str, str], _Group] = defaultdict(_Group)
+    for change in changes:
+        if not change.blocking:
+            continue
+        sel = change.selection
+        key = (
+            change.recipe,
+            sel.variant,
+            sel.hardware,
+            _strategy(change),
+            change.block_reason or "",
+        )
+        group = groups[key]
+        group.count += 1
+        group.reasons.update(reason_label(r) for r in change.reasons)
+        for near in change.nearest:
+            group.nearest.update(
+                f"{pr} ({near.config_key}, {near.distance} flag(s) apart)" for pr in near.prs
+            )
+        for role, flags in change.flags.added.items():
+            group.added.update(f"{role}: {k}={v}" for k, v in flags.items())
+        for role, moved in change.flags.changed.items():
+            group.added.update(f"{role}: {k}={new} (was {old})" for k, (old, new) in moved.items())
+    return sorted(groups.items(), key=lambda kv: (-kv[1].count, kv[0]))
+
+
+@dataclass
+class _LensRow:
+    evidenced: int = 0
+    unevidenced: int = 0
+    prs: set[str] = field(default_factory=set)
+
+
+def lens_rows(entry: LensEntry) -> list[tuple[tuple[str, str, str, str], _LensRow]]:
+    """One row per (variant, hardware, strategy, role) in which the flag now appears."""
+    rows: dict[tuple[str, str, str, str], _LensRow] = defaultdict(_LensRow)
+    for occ in entry.occurrences:
+        sel = occ.selection
+        row = rows[(sel.variant, sel.hardware, sel.strategy or "omni", occ.role)]
+        if occ.evidence:
+            row.evidenced += 1
+            row.prs.update(pr for ref in occ.evidence for pr in ref.prs)
+        else:
+            row.unevidenced += 1
+    return sorted(rows.items())
+
+
+def write_json(diff: DiffReport, out: TextIO) -> None:
+    json.dump(diff.model_dump(mode="json", by_alias=True), out, ensure_ascii=False)
+    out.write("\n")
+
+
+def _gate_line(diff: DiffReport) -> str:
+    if diff.gate.passed:
+        declared = f" ({diff.gate.declared} declared guide-only)" if diff.gate.declared else ""
+        return f"gate: PASS — no new or regressed undeclared guide-only combinations{declared}"
+    return (
+        f"gate: FAIL — {diff.gate.blocking} new or regressed guide-only combination(s) "
+        "not covered by a declaration"
+    )
+
+
+def write_markdown(diff: DiffReport, out: TextIO) -> None:
+    s = diff.summary
+    w = out.write
+    w(f"### provenance: PR audit {markdown_code(diff.base)} → {markdown_code(diff.head)}\n\n")
+    w(f"**{markdown_inline(_gate_line(diff))}**\n\n")
+    recipes = ", ".join(markdown_code(r) for r in diff.recipes) or "none"
+    w(f"Recipes audited: {recipes}\n\n")
+    w("| combinations (base → head) | new | removed | verdict changed | flags changed |\n")
+    w("|---|---|---|---|---|\n")
+    w(
+        f"| {s.base_combinations} → {s.head_combinations} | {s.new} | {s.removed} | "
+        f"{s.verdict_changed} | {s.flags_changed} |\n\n"
+    )
+    groups = blocking_groups(diff.changes)
+    if groups:
+        w("#### Blocking (new or regressed, undeclared)\n\n")
+        w("| recipe | variant | hardware | strategy | why | combinations | top reasons ")
+        w("| nearest |\n")
+        w("|---|---|---|---|---|---|---|---|\n")
+        for (recipe, variant, hardware, strategy, why), g in groups[:MAX_GROUPS]:
+            reasons = "<br>".join(f"{markdown_code(r)} ×{n}" for r, n in g.reasons.most_common(3))
+            nearest = "<br>".join(markdown_inline(n) for n, _ in g.nearest.most_common(2))
+            w(
+                f"| {markdown_code(recipe)} | {markdown_code(variant)} | {markdown_code(hardware)} "
+                f"| {markdown_code(strategy)} | {markdown_inline(BLOCK_TEXT.get(why, why))} "
+                f"| {g.count} | {reasons} | {nearest or '—'} |\n"
+            )
+        if len(groups) > MAX_GROUPS:
+            w(f"\n… {len(groups) - MAX_GROUPS} more groups in the JSON output.\n")
+        w("\n")
+    if diff.lens:
+        w("#### Flag lens: every combination where an added or changed major flag appears\n\n")
+        w("| flag | variant | hardware | strategy | role | with evidence | without | PRs |\n")
+        w("|---|---|---|---|---|---|---|---|\n")
+        shown = 0
+        for entry in diff.lens:
+            for (variant, hardware, strategy, role), row in lens_rows(entry):
+                if shown >= MAX_LENS_ROWS:
+                    break
+                shown += 1
+                prs = ", ".join(markdown_inline(p) for p in sorted(row.prs)) or "—"
+                w(
+                    f"| {markdown_code(f'{entry.key}={entry.value}')} | {markdown_code(variant)} "
+                    f"| {markdown_code(hardware)} | {markdown_code(strategy)} | "
+                    f"{markdown_code(role)} | {row.evidenced} | {row.unevidenced} | {prs} |\n"
+                )
+        total = sum(len(lens_rows(e)) for e in diff.lens)
+        if total > shown:
+            w(f"\n… {total - shown} more rows in the JSON output.\n")
+
+
+def write_text(diff: DiffReport, out: TextIO) -> None:
+    s = diff.summary
+    w = out.write
+    w(f"PR audit {terminal(diff.base)} -> {terminal(diff.head)}\n")
+    w(f"recipes: {', '.join(terminal(r) for r in diff.recipes) or 'none changed'}\n")
+    w(
+        f"combinations: {s.base_combinations} -> {s.head_combinations}; new {s.new}, "
+        f"removed {s.removed}, verdict changed {s.verdict_changed}, "
+        f"flags changed {s.flags_changed}\n"
+    )
+    w(_gate_line(diff) + "\n")
+    for (recipe, variant, hardware, strategy, why), g in blocking_groups(diff.changes)[:MAX_GROUPS]:
+        w(
+            f"\n  BLOCK {terminal(recipe)} · {terminal(variant)} · {terminal(hardware)} · "
+            f"{terminal(strategy)}: {g.count} combination(s) {BLOCK_TEXT.get(why, why)}\n"
+        )
+        for flag, n in g.added.most_common(4):
+            w(f"      + {terminal(flag)} ({n})\n")
+        for reason, n in g.reasons.most_common(3):
+            w(f"      reason: {terminal(reason)} ({n})\n")
+        for near, _n in g.nearest.most_common(2):
+            w(f"      nearest: {terminal(near)}\n")
+    if diff.lens:
+        w("\nflag lens (added or changed major flags, where they now appear):\n")
+        for entry in diff.lens:
+            w(
+                f"  {terminal(entry.key)}={terminal(entry.value)}: {entry.evidenced} with "
+                f"evidence, {entry.unevidenced} without\n"
+            )
+            for (variant, hardware, strategy, role), row in lens_rows(entry)[:MAX_LENS_ROWS]:
+                prs = ", ".join(sorted(row.prs)) or "no evidence"
+                w(
+                    f"    {terminal(variant)} · {terminal(hardware)} · {terminal(strategy)} · "
+                    f"{terminal(role)}: {row.evidenced}/{row.evidenced + row.unevidenced} "
+                    f"backed ({terminal(prs)})\n"
+                )

@@ -1,0 +1,195 @@
+"""Diff-aware audit against git repositories built in the test (no checkout, no network)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import git
+import pytest
+import yaml
+
+from provenance.audit.model import AuditReport
+from provenance.audit.run import AuditFilters
+from provenance.errors import InputError
+from provenance.recipes.combination import Selection
+from provenance.review.pr_audit import PrAuditRequest, run_pr_audit
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EMBEDDED = REPO_ROOT / "recipes"
+HISTORY = REPO_ROOT.parent / "shared" / "corpus" / "recipes-history" / "MiniMax-M3"
+MODEL = "models/MiniMaxAI/MiniMax-M3.yaml"
+INDEXER = ("attention_config.indexer_kv_dtype", "fp8")
+
+
+def _commit(repo: git.Repo, message: str) -> str:
+    repo.git.add(A=True)
+    repo.index.commit(message)
+    return repo.head.commit.hexsha
+
+
+def _init(tmp_path: Path) -> git.Repo:
+    work = tmp_path / "recipes-repo"
+    shutil.copytree(EMBEDDED, work)
+    repo = git.Repo.init(work)
+    repo.git.config("user.email", "t@example.invalid")
+    repo.git.config("user.name", "t")
+    return repo
+
+
+def _without_mxfp8_indexer(path: Path) -> None:
+    data = yaml.safe_load(path.read_text())
+    data["variants"]["mxfp8"].pop("extra_args")
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def _ledger(tmp_path: Path, declarations: list[dict[str, object]] | None = None) -> Path:
+    ledger = tmp_path / "ledger"
+    (tmp_path / "evidence").mkdir(exist_ok=True)
+    ledger.mkdir(exist_ok=True)
+    if declarations is not None:
+        (ledger / "declarations.yaml").write_text(
+            yaml.safe_dump(
+                {"schema": "provenance.ledger.declarations/v1", "declarations": declarations}
+            )
+        )
+    return ledger
+
+
+FILTERS = AuditFilters(variants=("mxfp8",), hardware=("b200", "h200"), features="none")
+
+
+def test_added_flag_is_listed_everywhere_it_newly_appears(tmp_path: Path) -> None:
+    repo = _init(tmp_path)
+    _without_mxfp8_indexer(Path(repo.working_tree_dir) / MODEL)
+    base = _commit(repo, "base")
+    shutil.copy(EMBEDDED / MODEL, Path(repo.working_tree_dir) / MODEL)
+    head = _commit(repo, "add the FP8 indexer cache to mxfp8")
+    ledger = _ledger(tmp_path)
+    result = run_pr_audit(
+        PrAuditRequest(
+            repo=Path(repo.working_tree_dir),
+            base=base,
+            head=head,
+            ledger=ledger,
+            evidence=tmp_path / "evidence",
+            filters=FILTERS,
+        )
+    )
+    diff = result.diff
+    assert result.changed.models == (MODEL,) and not result.changed.shared_changed
+    assert diff.summary.new == 0 and diff.summary.removed == 0
+    # Expected from the two audits themselves: combinations whose roles gained the flag.
+    assert result.base_report is not None and result.head_report is not None
+    before = _roles_with(result.base_report)
+    after = _roles_with(result.head_report)
+    gained = {sel for sel, roles in after.items() if roles - before.get(sel, set())}
+    assert gained, "the PR adds the flag somewhere"
+    changed = {c.selection for c in diff.changes if c.kind == "flags-changed"}
+    assert changed == gained
+    for change in diff.changes:
+        added = {role for role, flags in change.flags.added.items() if INDEXER in flags.items()}
+        assert added == after[change.selection] - before.get(change.selection, set())
+    # pd_cluster on Blackwell had the flag already (strategy override): not a change ...
+    assert any(s.strategy == "pd_cluster" and s.hardware == "b200" for s in after.keys() - gained)
+    # ... but the lens lists every combination and role in which the flag now appears.
+    entry = {(e.key, e.value): e for e in diff.lens}[INDEXER]
+    occurrences = {(o.selection, o.role) for o in entry.occurrences}
+    assert occurrences == {(sel, role) for sel, roles in after.items() for role in roles}
+    assert {o.selection.hardware for o in entry.occurrences} == {"b200", "h200"}
+    assert entry.evidenced == 0 and entry.unevidenced == len(entry.occurrences)
+    # The gate blocks: guide-only combinations now carry an unevidenced major flag.
+    assert not diff.gate.passed
+    assert {c.block_reason for c in diff.changes if c.blocking} == {"new-unevidenced-flag"}
+    assert diff.gate.blocking == len(gained)
+
+
+def _roles_with(report: AuditReport) -> dict[Selection, set[str]]:
+    """Selection -> roles whose major flags include the FP8 indexer."""
+    out: dict[Selection, set[str]] = {}
+    for entry in report.verdicts:
+        roles = {r.role for r in entry.roles if any((f.key, f.value) == INDEXER for f in r.flags)}
+        for sel in (entry.selection, *(entry.selections or ())):
+            if sel is not None:
+                out[sel] = roles
+    return out
+
+
+def test_declaration_lets_the_gate_pass_knowingly(tmp_path: Path) -> None:
+    repo = _init(tmp_path)
+    _without_mxfp8_indexer(Path(repo.working_tree_dir) / MODEL)
+    base = _commit(repo, "base")
+    shutil.copy(EMBEDDED / MODEL, Path(repo.working_tree_dir) / MODEL)
+    head = _commit(repo, "head")
+    declaration = {
+        "id": "mxfp8-indexer",
+        "match": {"recipe": "MiniMaxAI/MiniMax-M3", "variant": "mxfp8"},
+        "reason": "FP8 indexer cache on MXFP8 is benchmarked on Blackwell only",
+        "date": "2026-07-27",
+    }
+    ledger = _ledger(tmp_path, [declaration])
+    request = PrAuditRequest(
+        repo=Path(repo.working_tree_dir),
+        base=base,
+        head=head,
+        ledger=ledger,
+        evidence=tmp_path / "evidence",
+        filters=FILTERS,
+    )
+    diff = run_pr_audit(request).diff
+    assert diff.gate.passed and diff.gate.declared > 0
+
+
+def test_shared_file_change_audits_every_recipe_and_bad_yaml_names_the_revision(
+    tmp_path: Path,
+) -> None:
+    repo = _init(tmp_path)
+    base = _commit(repo, "base")
+    taxonomy = Path(repo.working_tree_dir) / "taxonomy.yaml"
+    taxonomy.write_text(taxonomy.read_text() + "\nhardware_profiles: {}\n")
+    head = _commit(repo, "broken taxonomy")
+    request = PrAuditRequest(
+        repo=Path(repo.working_tree_dir),
+        base=base,
+        head=head,
+        ledger=_ledger(tmp_path),
+        evidence=tmp_path / "evidence",
+        filters=FILTERS,
+    )
+    with pytest.raises(InputError) as info:
+        run_pr_audit(request)
+    text = str(info.value)
+    assert text.startswith(f"{head[:12]}:taxonomy.yaml:") and "duplicate key" in text
+
+
+@pytest.mark.corpus
+def test_history_replay_pr682_adds_indexer_to_nvfp4_and_mxfp8(tmp_path: Path) -> None:
+    if not HISTORY.is_dir():
+        pytest.skip("../shared/corpus is not available")
+    repo = _init(tmp_path)
+    target = Path(repo.working_tree_dir) / MODEL
+    commits: dict[str, str] = {}
+    for version in sorted(HISTORY.glob("*.yaml")):
+        shutil.copy(version, target)
+        pr = version.stem.rsplit("_pr", 1)[1]
+        commits[pr] = _commit(repo, f"{version.stem} (#{pr})")
+    ledger = _ledger(tmp_path)
+    filters = AuditFilters(features="none", hardware=("b200", "mi355x"))
+    diff = run_pr_audit(
+        PrAuditRequest(
+            repo=Path(repo.working_tree_dir),
+            base=commits["672"],
+            head=commits["682"],
+            ledger=ledger,
+            evidence=tmp_path / "evidence",
+            filters=filters,
+        )
+    ).diff
+    entry = next(e for e in diff.lens if (e.key, e.value) == INDEXER)
+    variants = {o.selection.variant for o in entry.occurrences}
+    assert variants == {"nvfp4", "mxfp8"}
+    # mxfp8 now carries the flag on AMD hardware too: where the unverified cross-product hides.
+    assert ("mxfp8", "mi355x") in {
+        (o.selection.variant, o.selection.hardware) for o in entry.occurrences
+    }
+    assert not diff.gate.passed
