@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from inferencex_fixtures import RepoBuilder
 
@@ -149,6 +149,7 @@ _KEY = st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True)
 _VALUE = st.from_regex(r"[a-z0-9:./-]{1,12}", fullmatch=True)
 
 
+@settings(deadline=None)
 @given(st.dictionaries(_KEY, _VALUE, min_size=1, max_size=5), st.lists(st.booleans(), max_size=8))
 def test_key_blocks_ignore_comment_noise(entries: dict[str, str], noise: list[bool]) -> None:
     plain = "".join(f"{k}:\n  image: {v}\n" for k, v in entries.items())

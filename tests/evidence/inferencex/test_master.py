@@ -4,7 +4,7 @@ import itertools
 from collections.abc import Callable
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from inferencex_fixtures import MASTER_DISAGG, RepoBuilder
 
@@ -76,6 +76,7 @@ def test_expand_concurrency_doubles_and_clamps_inclusive() -> None:
     assert expand_concurrency(8, 4) == []
 
 
+@settings(deadline=None)
 @given(st.integers(1, 512), st.integers(1, 4096))
 def test_expand_concurrency_properties(start: int, end: int) -> None:
     values = expand_concurrency(start, end)

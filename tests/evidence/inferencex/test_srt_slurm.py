@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from inferencex_fixtures import RECIPE_4P1D
 
@@ -89,6 +89,7 @@ def test_config_file_maps_to_the_overlay_directory() -> None:
     )
 
 
+@settings(deadline=None)
 @given(st.lists(st.integers(1, 100000), min_size=1, max_size=8))
 def test_concurrency_strings_round_trip(values: list[int]) -> None:
     assert parse_concurrencies("x".join(map(str, values))) == tuple(values)

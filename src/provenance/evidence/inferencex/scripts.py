@@ -25,6 +25,7 @@ flag normaliser canonicalises by basename.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections.abc import Mapping
@@ -82,6 +83,10 @@ class ServeEvidence(BaseModel):
     partial: tuple[PartialMarker, ...]
 
 
+def _yaml_data(raw: bytes, path: str) -> Any:
+    return load_yaml_bytes(raw, path).data
+
+
 def fleets_for_runner(snapshot: Snapshot, runner: str) -> list[str]:
     """Runner label → fleets (``b200`` → ``b200-cw``, ``b200-nb``, ``b200-dgxc``), in file order.
 
@@ -92,7 +97,7 @@ def fleets_for_runner(snapshot: Snapshot, runner: str) -> list[str]:
         raw = snapshot.read(path)
         if raw is None:
             continue
-        data = load_yaml_bytes(raw, path).data
+        data = snapshot.memo(("yaml", path), functools.partial(_yaml_data, raw, path))
         labels = data.get("labels", data) if isinstance(data, Mapping) else {}
         names = labels.get(runner) if isinstance(labels, Mapping) else None
         if isinstance(names, list) and names:

@@ -13,7 +13,9 @@ any component that is a symlink in the git tree (mode ``120000``).
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import TypeVar, cast
 
 import git
 
@@ -23,6 +25,7 @@ from provenance.gitread import open_repo, resolve_commit
 __all__ = ["SYMLINK_MODE", "Snapshot", "check_relative_path", "open_repo", "resolve_commit"]
 
 SYMLINK_MODE = 0o120000
+T = TypeVar("T")
 
 
 def check_relative_path(path: str, *, origin: str | None = None) -> str:
@@ -47,16 +50,28 @@ class Snapshot:
     commit: git.Commit
     read_blobs: dict[str, str] = field(default_factory=dict)
     _cache: dict[str, tuple[bytes, str] | None] = field(default_factory=dict)
+    _entries: dict[str, git.objects.Object | None] = field(default_factory=dict)
+    _memo: dict[Hashable, object] = field(default_factory=dict)
 
     @property
     def sha(self) -> str:
         return str(self.commit.hexsha)
 
     def _entry(self, path: str) -> git.objects.Object | None:
+        if path in self._entries:
+            return self._entries[path]
         try:
-            return self.commit.tree / path
+            entry: git.objects.Object | None = self.commit.tree / path
         except KeyError:
-            return None
+            entry = None
+        self._entries[path] = entry
+        return entry
+
+    def memo(self, key: Hashable, build: Callable[[], T]) -> T:
+        """A value derived from this commit's tree, built once per snapshot."""
+        if key not in self._memo:
+            self._memo[key] = build()
+        return cast("T", self._memo[key])
 
     def safe_path(self, path: str, *, origin: str | None = None) -> str:
         """``path`` checked for escape: relative, no ``..``, no symlink component."""
