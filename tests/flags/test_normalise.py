@@ -121,6 +121,13 @@ EQUIVALENT: list[tuple[str, list[str], list[str]]] = [
     ("serve-only-prefix", ["serve", MODEL, "-tp", "8"], ["--model", MODEL, "-tp", "8"]),
     ("model-flag-equals", ["--model=" + MODEL], [MODEL]),
     ("negative-number-value", ["--seed", "-1"], ["--seed=-1"]),
+    # XiaomiMiMo/MiMo-V2.5-Pro base_args (recipes 8959cf6): one element, rendered unquoted.
+    ("flag-and-value-in-one-element", ["--max-model-len auto"], ["--max-model-len", "auto"]),
+    (
+        "space-only-in-value-kept",
+        ['--default-chat-template-kwargs={"thinking_mode": "enabled"}'],
+        ["--default-chat-template-kwargs", '{"thinking_mode":"enabled"}'],
+    ),
 ]
 
 
@@ -507,7 +514,7 @@ BAD_ARGV: list[tuple[str, list[str], str]] = [
     ("config-file", ["--config", "x.yaml"], "--config"),
     ("not-serve", ["vllm", "bench", "serve"], "vllm serve"),
     ("host-without-value", ["--host"], "--host"),
-    ("flag-and-value-in-one-element", ["--max-model-len auto"], "split it"),
+    ("space-in-mapping-key", ["--Max Model"], "not a flag name"),
     ("served-model-name-empty", ["--served-model-name"], "at least one"),
     ("bool-flag-then-extra-positional", [MODEL, "--trust-remote-code", "yes"], "yes"),
 ]

@@ -332,11 +332,6 @@ def canonical_flag_name(name: str, *, source: str | None = None) -> str:
     canonical = bare.replace("-", "_")
     if not _FLAG_NAME.fullmatch(canonical):
         hint = "flag names are lowercase letters, digits, '-' and '_' (vLLM is case-sensitive)"
-        if any(ch.isspace() for ch in name):
-            hint = (
-                "one argv element holds a flag and its value; a shell would split the "
-                "recipe's unquoted command text here, so split it into two elements first"
-            )
         raise _error(f"not a flag name: {name!r}", source, hint=hint)
     return canonical
 
@@ -619,13 +614,30 @@ def _set_identity(
         identity.port = canonical_text(str(value))
 
 
+def _shell_words(arg: str) -> list[str]:
+    """An option element whose *name* holds whitespace, split as a shell splits it.
+
+    The recipes site renders flags unquoted (recipes-builder-spec §3.6), so a
+    recipe element ``"--max-model-len auto"`` reaches vLLM as two words.
+    vLLM itself would refuse the unsplit element, so splitting it never hides
+    a command that ran. Values (after ``=``) and non-option elements are kept.
+    """
+    if not arg.startswith("-") or _NEGATIVE_NUMBER.fullmatch(arg):
+        return [arg]
+    head = arg.split("=", 1)[0]
+    if not any(ch.isspace() for ch in head):
+        return [arg]
+    return arg.split()
+
+
 def _argv_occurrences(
     argv: Sequence[str], source: str | None
 ) -> tuple[list[_Occurrence], _Identity]:
-    tokens = list(argv)
-    for index, arg in enumerate(tokens):
+    tokens: list[str] = []
+    for index, arg in enumerate(argv):
         if not isinstance(arg, str):
             raise _error(f"argv[{index}] is not a string: {arg!r}", source)
+        tokens += _shell_words(arg)
     if tokens[:2] == ["vllm", "serve"]:
         tokens = tokens[2:]
     elif tokens[:1] == ["serve"]:
