@@ -171,6 +171,7 @@ DEFAULT_RULES: tuple[PolicyRule, ...] = _rules(
         ("speculative_config.model", MAJOR, _S7_SPEC_METHOD),
         ("speculative_config.num_speculative_tokens", MAJOR, _S7_SPEC_TOKENS),
         ("speculative_config.attention_backend", MAJOR, _S7_SPEC_DRAFTER),
+        ("speculative_config.draft_tensor_parallel_size", MAJOR, _S7_PARALLEL + " (drafter)"),
         ("block_size", MAJOR, _S7_BLOCK),
         ("language_model_only", MAJOR, _S7_LMO),
         ("hf_overrides", MAJOR, _S7_FORBIDDEN),
@@ -178,7 +179,18 @@ DEFAULT_RULES: tuple[PolicyRule, ...] = _rules(
         ("json_model_override_args", MAJOR, _S7_FORBIDDEN),
         ("env:VLLM_FLOAT32_MATMUL_PRECISION", MAJOR, _S7_NUMERICS),
         ("env:VLLM_MINIMAX_M3_MSA_DECODE_BACKEND", MAJOR, _S7_INDEXER),
-        ("env:VLLM_USE_FLASHINFER_MOE_FP4", MAJOR, _S7_KERNEL_ANALOGY),
+        ("env:VLLM_USE_FLASHINFER_MOE_*", MAJOR, _S7_KERNEL_ANALOGY + " (MoE kernels)"),
+        ("env:VLLM_FLASHINFER_MOE_BACKEND", MAJOR, _S7_KERNEL_ANALOGY + " (MoE kernels)"),
+        (
+            "env:VLLM_ATTENTION_BACKEND",
+            MAJOR,
+            _S7_KERNEL + " (env spelling of --attention-backend)",
+        ),
+        (
+            "env:VLLM_USE_TRTLLM_ATTENTION",
+            MAJOR,
+            _S7_KERNEL + " (env spelling of use_trtllm_attention)",
+        ),
         ("env:VLLM_USE_DEEP_GEMM", MAJOR, _S7_KERNEL_ANALOGY),
         ("env:VLLM_USE_TRTLLM_RAGGED_DEEPSEEK_PREFILL", MAJOR, _S7_KERNEL_ANALOGY),
         (
