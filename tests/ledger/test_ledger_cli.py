@@ -11,7 +11,7 @@ from conftest import Workspace
 from ledger_factories import PR, make_entry
 
 from provenance.cli.main import cli
-from provenance.errors import EXIT_INTEGRITY, EXIT_OK, EXIT_USAGE
+from provenance.errors import EXIT_INPUT, EXIT_INTEGRITY, EXIT_OK, EXIT_USAGE
 from provenance.ledger.lock import writer_lock
 from provenance.schemas import KINDS, generate
 
@@ -157,3 +157,19 @@ def test_ledger_files_validate_against_their_schemas(workspace: Workspace) -> No
     jsonschema.validate(
         json.loads(json.dumps(load_yaml(path).data, default=str)), generate("ledger-pr")
     )
+
+
+def test_add_sweep_on_a_malformed_entry_exits_3_and_writes_nothing(workspace: Workspace) -> None:
+    path = workspace.ledger_root / "prs" / "SemiAnalysisAI__InferenceX__2314.yaml"
+    path.parent.mkdir()
+    path.write_text(
+        "schema: provenance.ledger.pr/v1\n"
+        "pr: {repo: SemiAnalysisAI/InferenceX, number: 2314}\n"
+        "pr: x\n"
+    )
+    before = path.read_bytes()
+    result = add_sweep(workspace)
+    assert result.exit_code == EXIT_INPUT
+    assert f"{path}:3" in result.stderr and "duplicate key" in result.stderr
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]

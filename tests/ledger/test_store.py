@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 from conftest import Workspace
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from ledger_factories import make_record
 
 from provenance.errors import IntegrityError
@@ -151,3 +153,18 @@ def test_missing_store_is_empty(tmp_path: Path) -> None:
     store = EvidenceStore(tmp_path / "nowhere")
     assert store.ids() == []
     assert store.load_all() == {}
+
+
+_flag_text = st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=20)
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(flags=st.dictionaries(_flag_text, _flag_text, max_size=8), conc=st.integers(0, 10_000))
+def test_any_record_round_trips(workspace: Workspace, flags: dict[str, str], conc: int) -> None:
+    record = make_record(conc, flags=flags or {"k": "v"})
+    record_id, _ = workspace.store.put(record)
+    assert workspace.store.get(record_id) == record.with_id()
+    assert workspace.store.load_all()[record_id] == record.with_id()
+    assert workspace.store.put(record) == (record_id, False)
