@@ -317,6 +317,13 @@ def test_boolean_flag_before_model_leaves_model_positional() -> None:
 # ---------------------------------------------------------------------------
 
 
+def test_explicit_default_false_is_dropped_but_not_for_version_dependent_defaults() -> None:
+    assert flags("--no-enable-expert-parallel", "--no-trust-remote-code") == FlagSet()
+    assert flags("--enable-expert-parallel", "--no-enable-expert-parallel") == FlagSet()
+    assert flags("--no-enable-prefix-caching") == FlagSet({"enable_prefix_caching": "false"})
+    assert flags("--no-enable-chunked-prefill") == FlagSet({"enable_chunked_prefill": "false"})
+
+
 def test_last_plain_occurrence_wins() -> None:
     assert flags("--max-num-seqs", "256", "--max_num_seqs=512")["max_num_seqs"] == "512"
     assert (
@@ -471,7 +478,13 @@ MAPPING_EQUIVALENT: list[tuple[str, dict[str, object], dict[str, object]]] = [
         {"attention-config.indexer_kv_dtype": "fp8"},
         {"attention_config": {"indexer_kv_dtype": "fp8"}},
     ),
-    ("false-vs-no-x", {"enable-expert-parallel": False}, {"no-enable-expert-parallel": True}),
+    ("false-vs-no-x", {"enable-prefix-caching": False}, {"no-enable-prefix-caching": True}),
+    # InferenceX agentic gb300-fp4 recipes write enable-expert-parallel: false.
+    (
+        "false-by-default-vs-absent",
+        {"enable-expert-parallel": False, "block-size": 128},
+        {"block-size": 128},
+    ),
     ("leading-dashes-allowed", {"--block-size": 128}, {"block-size": 128}),
 ]
 

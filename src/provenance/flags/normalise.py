@@ -51,6 +51,7 @@ from provenance.flags.model import FlagSet
 
 __all__ = [
     "BOOLEAN_FLAGS",
+    "FALSE_BY_DEFAULT",
     "SHORT_OPTIONS",
     "ConfigMerge",
     "NormalisedCommand",
@@ -171,6 +172,28 @@ BOOLEAN_FLAGS: frozenset[str] = frozenset(
         "kv_cache_metrics",
         "language_model_only",
         "skip_tokenizer_init",
+        "trust_remote_code",
+    }
+)
+
+#: Boolean flags whose vLLM default has always been ``False``: an explicit
+#: ``--no-x`` / ``x: false`` says the same as leaving the flag out, so it is
+#: dropped (spec §7: "equivalent-to-default flags do not count"). InferenceX
+#: agentic srt-slurm recipes write ``enable-expert-parallel: false``. Flags
+#: whose default changed across vLLM versions (prefix caching, chunked
+#: prefill, async scheduling) are not here: their explicit ``false`` stays.
+FALSE_BY_DEFAULT: frozenset[str] = frozenset(
+    {
+        "data_parallel_external_lb",
+        "data_parallel_hybrid_lb",
+        "enable_auto_tool_choice",
+        "enable_dbo",
+        "enable_eplb",
+        "enable_expert_parallel",
+        "enable_lora",
+        "enforce_eager",
+        "headless",
+        "language_model_only",
         "trust_remote_code",
     }
 )
@@ -545,6 +568,9 @@ def _flagset(
     out: dict[str, str] = {}
     for name, value in resolved.items():
         _explode(name, value, out, source, from_text=name in text_names)
+    for name in FALSE_BY_DEFAULT:
+        if out.get(name) == "false":
+            del out[name]
     for env_name, env_value in (env or {}).items():
         key = _env_key(env_name, source)
         out[key] = _env_value(env_value, key[4:], source)
