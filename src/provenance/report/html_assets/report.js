@@ -305,8 +305,9 @@
     ]),
     reasonChips(summary.by_reason),
     listOf("notices", D.meta.notices.map(function (n) { return text(str(n)); })),
+    D.claims.length ? el("h2", { cls: "claims-title", text: "Claims the evidence does not back (" + D.claims.length + ")" }) : null,
     listOf("claims", D.claims.map(function (c) {
-      return text(str(c[0]) + ": " + str(c[1]) + " is claimed " + str(c[2]) + " but has " + c[3] + " recommended combinations" + (str(c[4]) ? " — " + str(c[4]) : ""));
+      return text(str(c[0]) + " · " + str(c[1]) + ": " + str(c[2]) + ", " + c[3] + " recommended" + (str(c[4]) ? " — " + str(c[4]) : ""));
     })),
     D.diff ? diffSummary() : null
   ]));
