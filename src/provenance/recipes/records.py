@@ -3,9 +3,10 @@
 ``combination_record`` gives exactly the ``recipe`` / ``selection`` / ``result``
 objects the reference oracle prints (the ``result`` restricted to
 ``deploy_type``, ``model_id`` and ``roles``), so the two can be compared record
-for record. ``canonical_json`` sorts keys and writes integral floats as
+for record. ``canonical_json`` sorts keys; ``role_record`` writes integral float env values as
 integers (JavaScript has one number type), so the same data from either side
-gives the same text and the same :func:`record_digest`.
+gives the same text and the same :func:`record_digest`. Env values are the only
+place a float can occur (a YAML ``1.0``); they are written as JavaScript would.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from provenance.recipes.combination import RenderResult, RoleCommand, Selection
+from provenance.recipes.rules import recipe_is_omni
+from provenance.recipes.synthesis import Renderer, RoleKey, result_deploy_type, role_keys
 
 #: Hex characters of the sha256 kept per golden record (64 bits).
 DIGEST_CHARS = 16
@@ -58,7 +61,7 @@ def role_record(role: RoleCommand) -> dict[str, Any]:
     if role.node_rank is not None:
         out["node_rank"] = role.node_rank
     out["argv"] = list(role.argv) if role.argv is not None else None
-    out["env"] = dict(role.env)
+    out["env"] = {name: _js_number(value) for name, value in role.env.items()}
     if role.command is not None:
         out["command"] = role.command
     return out
@@ -100,23 +103,66 @@ def oracle_projection(line: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _js_normalise(value: Any) -> Any:
-    if isinstance(value, float) and math.isfinite(value) and value == int(value):
+def _js_number(value: Any) -> Any:
+    """An integral float as an int, as JavaScript's JSON writes it (env values only)."""
+    if type(value) is float and math.isfinite(value) and value == int(value):
         return int(value)
-    if isinstance(value, dict):
-        return {k: _js_normalise(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_js_normalise(v) for v in value]
     return value
 
 
 def canonical_json(record: Mapping[str, Any]) -> str:
-    return json.dumps(
-        _js_normalise(dict(record)), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
+    """Sorted keys, compact separators, UTF-8 kept (the digest's input text)."""
+    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def record_digest(record: Mapping[str, Any]) -> str:
     """Short sha256 of the canonical JSON of ``selection`` + ``result``."""
     body = {"selection": record["selection"], "result": record["result"]}
     return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()[:DIGEST_CHARS]
+
+
+class RecordDigester:
+    """:func:`record_digest` of rendered selections, fast for whole cross-products.
+
+    Each role's canonical JSON is computed once per
+    :class:`~provenance.recipes.synthesis.RoleKey` and the record's canonical
+    text is assembled around it; the result always equals
+    ``record_digest(combination_record(...))`` (tested).
+    """
+
+    def __init__(self, renderer: Renderer) -> None:
+        self.renderer = renderer
+        self._omni = recipe_is_omni(renderer.recipe)
+        self._role_text: dict[RoleKey, tuple[str, str]] = {}
+
+    def _role(self, key: RoleKey) -> tuple[str, str]:
+        found = self._role_text.get(key)
+        if found is None:
+            role = self.renderer.role(key)
+            model_id = role.argv[2] if role.argv else ""
+            found = (canonical_json(role_record(role)), model_id)
+            self._role_text[key] = found
+        return found
+
+    def digest(self, selection: Selection) -> str:
+        renderer = self.renderer
+        if self._omni:
+            result = renderer.render(selection)
+            record = combination_record(renderer.recipe.hf_id, selection, result)
+            return record_digest(record)
+        keys = role_keys(renderer.recipe, renderer.root, selection)
+        roles = [self._role(k) for k in keys]
+        model_id = roles[0][1] if roles else None
+        deploy_type = result_deploy_type(renderer.root, selection)
+        text = (
+            '{"result":{"deploy_type":'
+            + json.dumps(deploy_type)
+            + ',"model_id":'
+            + json.dumps(model_id, ensure_ascii=False)
+            + ',"roles":['
+            + ",".join(text for text, _ in roles)
+            + ']},"selection":'
+            + canonical_json(selection_record(selection))
+            + "}"
+        )
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:DIGEST_CHARS]

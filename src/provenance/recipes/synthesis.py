@@ -96,9 +96,16 @@ class RoleKey(NamedTuple):
 # ---------------------------------------------------------------- argv helpers
 
 
-def dedupe_args(tokens: Sequence[str]) -> list[str]:
-    """Last-wins dedupe of ``--flag [value]`` units; positionals are always kept (spec §3.5)."""
-    units: list[tuple[str | None, tuple[str, ...]]] = []
+Unit = tuple[str | None, tuple[str, ...]]
+
+
+def parse_units(tokens: Sequence[str]) -> list[Unit]:
+    """Split tokens into ``(flag, tokens)`` units; a positional has flag ``None``.
+
+    A token starting with ``-`` is a flag; the next token is its value unless it
+    also starts with ``-`` (then the flag stands alone).
+    """
+    units: list[Unit] = []
     index = 0
     count = len(tokens)
     while index < count:
@@ -113,6 +120,11 @@ def dedupe_args(tokens: Sequence[str]) -> list[str]:
         else:
             units.append((None, (current,)))
             index += 1
+    return units
+
+
+def dedupe_units(units: Sequence[Unit]) -> list[str]:
+    """Keep the last unit of each flag and every positional, in their original order."""
     seen: set[str] = set()
     kept: list[tuple[str, ...]] = []
     for flag, unit in reversed(units):
@@ -125,6 +137,35 @@ def dedupe_args(tokens: Sequence[str]) -> list[str]:
     for unit in reversed(kept):
         out.extend(unit)
     return out
+
+
+def dedupe_args(tokens: Sequence[str]) -> list[str]:
+    """Last-wins dedupe of ``--flag [value]`` units; positionals are always kept (spec §3.5)."""
+    return dedupe_units(parse_units(tokens))
+
+
+def join_units(parts: Sequence[tuple[list[str], list[Unit]]]) -> list[Unit]:
+    """Units of the concatenated token lists, reusing each part's own units.
+
+    Parsing parts separately differs from parsing the concatenation only when a
+    part ends in a lone flag and the next non-empty part starts with a value;
+    then the concatenation is parsed again.
+    """
+    joined: list[Unit] = []
+    previous_tokens: list[str] | None = None
+    for tokens, units in parts:
+        if not tokens:
+            continue
+        if (
+            previous_tokens is not None
+            and previous_tokens[-1].startswith("-")
+            and len(joined[-1][1]) == 1
+            and not tokens[0].startswith("-")
+        ):
+            return parse_units([t for part, _ in parts for t in part])
+        joined.extend(units)
+        previous_tokens = tokens
+    return joined
 
 
 _SAFE_WORD = re.compile(r"^[A-Za-z0-9_./=:@,+%-]+$")
@@ -363,7 +404,10 @@ def _pd_pool_args(ctx: _Context, pool: PoolKey, role: str) -> list[str]:
 
 
 def _feature_args(ctx: _Context, key: RoleKey) -> list[str]:
-    """Step 7: feature args in the order of ``key.features``."""
+    """Step 7: feature args in the order of ``key.features``.
+
+    Depends only on variant, hardware, strategy, KV composition and the features.
+    """
     spec = ctx.recipe.spec
     features = spec.features or {}
     variant = variant_of(spec, ctx.variant_key)
@@ -397,8 +441,11 @@ def _feature_args(ctx: _Context, key: RoleKey) -> list[str]:
     return args
 
 
-def build_args(ctx: _Context, key: RoleKey) -> list[str]:
-    """The raw (not yet deduplicated) argument list of one role (spec §3.2)."""
+def build_prefix_args(ctx: _Context, key: RoleKey) -> list[str]:
+    """Steps 1-6 of one role's arguments: everything before the feature args.
+
+    Depends on neither ``key.features`` nor ``key.feature_modes``.
+    """
     spec = ctx.recipe.spec
     hw = ctx.hw
     variant = variant_of(spec, ctx.variant_key)
@@ -449,7 +496,15 @@ def build_args(ctx: _Context, key: RoleKey) -> list[str]:
         if role_exact is not None:
             args += role_exact.extra_args or []
     args += key.advanced_args
-    args += _feature_args(ctx, key)
+    return args
+
+
+def build_kv_args(ctx: _Context, key: RoleKey) -> list[str]:
+    """Step 8: KV offload / Mooncake connector args (after the features)."""
+    spec = ctx.recipe.spec
+    hw = ctx.hw
+    pd_role = key.role if key.role in PD_ROLES else None
+    args: list[str] = []
     kv_option = active_kv_option(
         ctx.root, spec, key.kv_offload, ctx.strategy_name, ctx.deploy_type, hw
     )
@@ -463,6 +518,11 @@ def build_args(ctx: _Context, key: RoleKey) -> list[str]:
         if store_role is not None and store_role.args:
             args += store_role.args
     return args
+
+
+def build_args(ctx: _Context, key: RoleKey) -> list[str]:
+    """The raw (not yet deduplicated) argument list of one role (spec §3.2)."""
+    return [*build_prefix_args(ctx, key), *_feature_args(ctx, key), *build_kv_args(ctx, key)]
 
 
 def build_env(ctx: _Context, key: RoleKey) -> dict[str, EnvValue]:
@@ -562,17 +622,22 @@ def model_id_of(recipe: Recipe, variant_key: str) -> str:
     return variant.model_id or (model.model_id if model is not None else None) or "unknown"
 
 
-def render_role(recipe: Recipe, root: RecipesRoot, key: RoleKey) -> RoleCommand:
-    """argv and env of one process; a pure function of ``key`` for a given recipe and root."""
-    ctx = _context(recipe, root, key)
-    args = [token for token in build_args(ctx, key) if token]
-    argv = ("vllm", "serve", model_id_of(recipe, key.variant), *dedupe_args(args))
-    env = build_env(ctx, key)
+def _role_command(
+    recipe: Recipe,
+    key: RoleKey,
+    tokens: list[str],
+    env: dict[str, EnvValue],
+) -> RoleCommand:
+    argv = (
+        "vllm",
+        "serve",
+        model_id_of(recipe, key.variant),
+        *dedupe_args([t for t in tokens if t]),
+    )
     node_rank: int | None
-    if key.role in ("serve",):
+    if key.role == "serve":
         node_rank = None
-    elif key.role in PD_ROLES:
-        assert key.pool is not None
+    elif key.pool is not None:
         node_rank = key.pool.rank
     else:
         node_rank = key.node_rank
@@ -582,42 +647,99 @@ def render_role(recipe: Recipe, root: RecipesRoot, key: RoleKey) -> RoleCommand:
     )
 
 
+def render_role(recipe: Recipe, root: RecipesRoot, key: RoleKey) -> RoleCommand:
+    """argv and env of one process; a pure function of ``key`` for a given recipe and root."""
+    ctx = _context(recipe, root, key)
+    args = dedupe_args([t for t in build_args(ctx, key) if t])
+    return _role_command(recipe, key, args, build_env(ctx, key))
+
+
 # ---------------------------------------------------------------- whole selections
 
 
+_Part = tuple[list[str], list[Unit]]
+
+
+def _part(tokens: list[str]) -> _Part:
+    kept = [t for t in tokens if t]
+    return kept, parse_units(kept)
+
+
 class Renderer:
-    """Renders selections of one recipe, memoising each role command by its :class:`RoleKey`."""
+    """Renders selections of one recipe, memoising by the inputs each part depends on.
+
+    A role command is cached by its :class:`RoleKey`; underneath, the arguments
+    before the features and the env are cached by the key without its features,
+    and the feature args by (variant, hardware, strategy, KV, features), so a PD
+    pool or a feature subset shared by many selections is computed once.
+    ``role(key)`` always equals :func:`render_role` for the same key.
+    """
 
     def __init__(self, recipe: Recipe, root: RecipesRoot, *, memoise: bool = True) -> None:
         self.recipe = recipe
         self.root = root
-        self._memo: dict[RoleKey, RoleCommand] | None = {} if memoise else None
+        self.memoise = memoise
+        self._memo: dict[RoleKey, RoleCommand] = {}
+        self._contexts: dict[tuple[str, str, str, str | None], _Context] = {}
+        self._prefix: dict[RoleKey, tuple[_Part, _Part, dict[str, EnvValue]]] = {}
+        self._features: dict[tuple[object, ...], _Part] = {}
+
+    def _context(self, key: RoleKey) -> _Context:
+        ident = (key.variant, key.hardware, key.strategy, key.kv_offload)
+        found = self._contexts.get(ident)
+        if found is None:
+            found = _context(self.recipe, self.root, key)
+            self._contexts[ident] = found
+        return found
 
     def role(self, key: RoleKey) -> RoleCommand:
-        if self._memo is None:
+        if not self.memoise:
             return render_role(self.recipe, self.root, key)
         found = self._memo.get(key)
-        if found is None:
-            found = render_role(self.recipe, self.root, key)
-            self._memo[key] = found
+        if found is not None:
+            return found
+        ctx = self._context(key)
+        prefix_key = key._replace(features=(), feature_modes=())
+        parts = self._prefix.get(prefix_key)
+        if parts is None:
+            parts = (
+                _part(build_prefix_args(ctx, key)),
+                _part(build_kv_args(ctx, key)),
+                build_env(ctx, key),
+            )
+            self._prefix[prefix_key] = parts
+        feature_key = (
+            key.variant,
+            key.hardware,
+            key.strategy,
+            key.kv_offload,
+            key.features,
+            key.feature_modes,
+        )
+        features = self._features.get(feature_key)
+        if features is None:
+            features = _part(_feature_args(ctx, key))
+            self._features[feature_key] = features
+        prefix, kv_args, env = parts
+        args = dedupe_units(join_units((prefix, features, kv_args)))
+        found = _role_command(self.recipe, key, args, dict(env))
+        self._memo[key] = found
         return found
 
     def render(self, selection: Selection, advanced_args: Sequence[str] = ()) -> RenderResult:
         if recipe_is_omni(self.recipe):
             return render_omni(self.recipe, self.root, selection)
-        roles = tuple(
-            self.role(k) for k in role_keys(self.recipe, self.root, selection, advanced_args)
-        )
-        deploy_type = _result_deploy_type(self.root, selection)
-        model_id = (
-            roles[0].argv[2]
-            if roles and roles[0].argv
-            else model_id_of(self.recipe, selection.variant)
-        )
+        keys = role_keys(self.recipe, self.root, selection, advanced_args)
+        roles = tuple(self.role(k) for k in keys)
+        deploy_type = result_deploy_type(self.root, selection)
+        if roles and roles[0].argv:
+            model_id = roles[0].argv[2]
+        else:
+            model_id = model_id_of(self.recipe, selection.variant)
         return RenderResult.model_construct(deploy_type=deploy_type, model_id=model_id, roles=roles)
 
 
-def _result_deploy_type(root: RecipesRoot, selection: Selection) -> DeployType:
+def result_deploy_type(root: RecipesRoot, selection: Selection) -> DeployType:
     strategy = strategy_of(root, selection.strategy or "")
     deploy_type: DeployType = (
         strategy.deploy_type if strategy is not None else None
