@@ -88,6 +88,7 @@ class _BoundedLoader(yaml.SafeLoader):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.alias_count = 0
+        self.depth = 0
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         if self.check_event(yaml.AliasEvent):
@@ -98,7 +99,36 @@ class _BoundedLoader(yaml.SafeLoader):
                     f"more than {MAX_ALIASES} YAML aliases (possible alias bomb)",
                     event.start_mark,
                 )
-        return super().compose_node(parent, index)
+        # The composer recurses once per level: stop at the limit, before Python's own.
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH + 1:
+                event = self.peek_event()  # type: ignore[no-untyped-call]
+                raise _LimitExceededError(
+                    f"YAML nesting deeper than {MAX_DEPTH} levels", event.start_mark
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        # SafeConstructor lets Python's own errors escape for some scalars
+        # (``2020-13-45`` as a timestamp, a 5000-digit int, ``!!float x``).
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise _LimitExceededError(
+                f"invalid YAML value {_short(node)} for {node.tag.rsplit(':', 1)[-1]} "
+                f"({str(exc).split(':', 1)[0]})",
+                node.start_mark,
+            ) from None
+
+
+def _short(node: yaml.Node) -> str:
+    if isinstance(node, yaml.ScalarNode):
+        value = str(node.value)
+        return repr(value if len(value) <= 40 else value[:40] + "...")
+    return "node"
 
 
 class _LimitExceededError(Exception):
@@ -177,11 +207,19 @@ def _walk(
 
 def _check_expanded_size(root: yaml.Node, path: str) -> None:
     sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
 
     def size(node: yaml.Node) -> int:
         known = sizes.get(id(node))
         if known is not None:
             return known
+        if id(node) in open_nodes:
+            raise InputError(
+                "recursive YAML alias (a node contains itself)",
+                path=path,
+                line=node.start_mark.line + 1,
+            )
+        open_nodes.add(id(node))
         total = 1
         if isinstance(node, yaml.MappingNode):
             for key_node, value_node in node.value:
@@ -190,6 +228,7 @@ def _check_expanded_size(root: yaml.Node, path: str) -> None:
             for item in node.value:
                 total += size(item)
         total = min(total, MAX_EXPANDED_NODES + 1)
+        open_nodes.discard(id(node))
         sizes[id(node)] = total
         return total
 
@@ -205,7 +244,15 @@ def load_yaml_text(text: str, path: str) -> LoadedYaml:
     """Parse one YAML document from ``text``; ``path`` is used in diagnostics only."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_YAML_BYTES:
         raise InputError(f"YAML file larger than {MAX_YAML_BYTES} bytes", path=path)
-    loader = _BoundedLoader(text)
+    try:
+        # The reader checks for unprintable characters as soon as it is built.
+        loader = _BoundedLoader(text)
+    except yaml.reader.ReaderError as exc:
+        raise InputError(
+            f"invalid YAML: character U+{int(exc.character):04X} is not allowed in YAML",
+            path=path,
+            line=text[: max(exc.position, 0)].count("\n") + 1,
+        ) from None
     try:
         node = loader.get_single_node()
         lines: dict[KeyPath, int] = {}
