@@ -130,6 +130,7 @@ envs = st.dictionaries(
 )
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(unit_lists, style_lists, style_lists, envs)
 def test_equivalent_spellings_give_equal_flagsets(
     unit_list: list[Unit], styles_a: list[int], styles_b: list[int], env: dict[str, str]
@@ -139,6 +140,7 @@ def test_equivalent_spellings_give_equal_flagsets(
     assert a == b
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(unit_lists, style_lists, st.randoms(use_true_random=False))
 def test_order_does_not_matter_for_distinct_flags(
     unit_list: list[Unit], styles: list[int], rnd: object
@@ -150,6 +152,7 @@ def test_order_does_not_matter_for_distinct_flags(
     assert a == b
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(unit_lists, style_lists, st.sampled_from(SCALAR_FLAGS), scalars, scalars)
 def test_last_occurrence_wins(
     unit_list: list[Unit], styles: list[int], name: str, first: object, last: object
@@ -160,6 +163,7 @@ def test_last_occurrence_wins(
     assert normalise_argv(argv).flags == expected
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(unit_lists, style_lists, envs, st.sampled_from(list(ConfigMerge)))
 def test_normalisation_is_idempotent_through_render(
     unit_list: list[Unit], styles: list[int], env: dict[str, str], merge: ConfigMerge
@@ -170,6 +174,7 @@ def test_normalisation_is_idempotent_through_render(
     assert normalise_argv(render_argv(again), render_env(again)).flags == again
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(unit_lists, style_lists)
 def test_mapping_and_argv_agree(unit_list: list[Unit], styles: list[int]) -> None:
     mapping: dict[str, object] = {}
@@ -193,7 +198,7 @@ json_values = st.recursive(
 )
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow])
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.text(max_size=12), json_values, max_size=6))
 def test_mapping_is_total_and_round_trips(config: dict[str, object]) -> None:
     try:
@@ -203,6 +208,7 @@ def test_mapping_is_total_and_round_trips(config: dict[str, object]) -> None:
     assert normalise_argv(render_argv(flags)).flags == flags
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
         st.one_of(
@@ -219,6 +225,7 @@ def test_argv_is_total_and_round_trips(argv: list[str]) -> None:
     assert normalise_argv(render_argv(command.flags)).flags == command.flags
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.text(max_size=12), json_values, max_size=4))
 def test_any_flagset_from_json_configs_round_trips(config: dict[str, object]) -> None:
     try:

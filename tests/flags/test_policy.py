@@ -6,7 +6,7 @@ import fnmatch
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from provenance.errors import EXIT_INPUT, InputError
@@ -283,6 +283,7 @@ _OVERRIDES = Policy(
 )
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=3).map("".join))
 def test_indexed_classification_equals_reference(key: str) -> None:
     for policy in (Policy(), _OVERRIDES):
