@@ -346,15 +346,13 @@ def full_cross_product_report() -> AuditReport:
     groups: dict[tuple[Any, ...], list[Selection]] = {}
     for variant, hardware in FULL_ROWS:
         for shape in shapes:
+            # One validated selection per shape; its feature variants are copies (fast).
+            base = sel(
+                variant, hardware, shape["strategy"], nodes=shape.get("nodes"), pd=shape.get("pd")
+            )
             for names, modes, spec, text_only in feature_sets:
-                selection = sel(
-                    variant,
-                    hardware,
-                    shape["strategy"],
-                    nodes=shape.get("nodes"),
-                    pd=shape.get("pd"),
-                    features=names,
-                    modes=modes,
+                selection = base.model_copy(
+                    update={"features": names, "feature_modes": dict(modes)}
                 )
                 key = (variant, hardware, shape["strategy"], shape.get("pd"), spec, text_only)
                 groups.setdefault(key, []).append(selection)

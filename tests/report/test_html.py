@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from provenance.audit.model import AuditReport, VerdictEntry, VerdictKind
@@ -360,3 +360,32 @@ def test_write_links_sweep_runs_from_the_report_ledger(
     out = io.StringIO()
     write(make_report(ledger=str(tmp_path / "absent")), out)
     assert not any("actions/runs" in s for s in page_data(out.getvalue())["s"])
+
+
+@settings(max_examples=60)
+@given(st.recursive(st.text(), lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner)))
+def test_embedded_json_never_contains_markup_characters(value: Any) -> None:
+    text = embed_json(value)
+    assert not set(text) & {"<", ">", "&", "\u2028", "\u2029"}
+    assert json.loads(text) == value
+
+
+def test_several_recipes_and_omni(make_report: Callable[..., AuditReport]) -> None:
+    base = make_report()
+    other = VerdictEntry(
+        recipe="Org/Omni",
+        selection=Selection(variant="default", hardware="h200", strategy=None, node_count=None),
+        verdict=VerdictKind.GUIDE_ONLY,
+        roles=(),
+    )
+    report = base.model_copy(
+        update={"recipes": (*base.recipes, "Org/Omni"), "verdicts": (*base.verdicts, other)}
+    )
+    data = build_page_data(report)
+    strings = data["s"]
+    assert [strings[r] for r in data["recipes"]] == ["MiniMaxAI/MiniMax-M3", "Org/Omni"]
+    omni = [s for s in data["shapes"] if strings[data["recipes"][s[0]]] == "Org/Omni"]
+    assert [(strings[s[3]], strings[s[4]], strings[s[5]]) for s in omni] == [
+        ("omni", "omni", "default · h200 · omni")
+    ]
+    assert decoded(data)["default · h200 · omni"] == (1, "Org/Omni")
