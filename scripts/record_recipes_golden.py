@@ -13,7 +13,10 @@ Three sets (see tests/data/recipes_golden/README.md):
 * ``a``: every ``models/**.yaml`` of the checkout with ``--pd-pairing star``;
 * ``b``: MiniMax-M3, full joint cross-product;
 * ``c``: every MiniMax-M3 revision in a history folder, rendered against the
-  checkout's builder, strategies and taxonomy.
+  checkout's builder, strategies and taxonomy;
+* ``f``: the synthetic recipes root in tests/fixtures/recipes/toy-root (its own
+  taxonomy, strategies, kv_store and model) rendered by the checkout's builder,
+  with KV offload and Mooncake enabled, so the core tests need no corpus.
 
 Usage::
 
@@ -30,32 +33,34 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import subprocess
 import sys
+import tempfile
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from provenance.recipes.records import oracle_projection, record_digest
+from provenance.recipes.records import group_digest, group_key, oracle_projection, record_digest
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "tests" / "data" / "recipes_golden"
+FIXTURE_ROOT = REPO / "tests" / "fixtures" / "recipes" / "toy-root"
+#: (name, oracle options) rendered for every model of the fixture root.
+FIXTURE_RUNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("joint", ()),
+    ("kv_all_default_features", ("--kv", "all", "--features", "default")),
+    (
+        "star_kv_all_no_features",
+        ("--pd-pairing", "star", "--kv", "all", "--features", "none", "--pd-nodes", "1,3,default"),
+    ),
+    ("kv_instances_3", ("--kv", "kv_store_toy", "--kv-instances", "1,3", "--features", "none")),
+)
 FORMAT = "provenance.recipes-golden/v1"
 #: hex characters kept per record in set ``a`` (set ``b`` keeps the full 16).
 SHORT_DIGEST = 8
 SAMPLE_SIZE = 40
-
-
-def group_key(selection: dict[str, Any]) -> str:
-    return f"{selection['variant']}|{selection['hardware']}|{selection['strategy'] or 'omni'}"
-
-
-def group_digest(digests: Iterable[str]) -> str:
-    text = "\n".join(sorted(digests))
-    return hashlib.sha256(text.encode("ascii")).hexdigest()[:16]
 
 
 def oracle_lines(
@@ -204,7 +209,31 @@ def main() -> int:
                 "versions": versions,
             },
         )
+    if "f" in sets:
+        record_fixture(args.oracle, args.checkout, args.commit, args.out)
     return 0
+
+
+def record_fixture(oracle: Path, checkout: Path, commit: str, out: Path) -> None:
+    """Run the checkout's builder over the fixture root (its data, the checkout's src/)."""
+    runs: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        combined = Path(tmp) / "checkout"
+        combined.mkdir()
+        (combined / "src").symlink_to(checkout / "src")
+        for name in ("taxonomy.yaml", "strategies", "kv_store", "models"):
+            (combined / name).symlink_to(FIXTURE_ROOT / name)
+        for file in sorted((FIXTURE_ROOT / "models").rglob("*.yaml")):
+            ref = str(file.relative_to(FIXTURE_ROOT / "models").with_suffix(""))
+            for name, options in FIXTURE_RUNS:
+                lines = oracle_lines(oracle, combined, ref, list(options), None)
+                entry = summarise(lines, 16, None)
+                entry["options"] = list(options)
+                runs[f"{ref}:{name}"] = entry
+    write_gz(
+        out / "f_fixture_root.json.gz",
+        {"format": FORMAT, "set": "f", "checkout_commit": commit, "runs": runs},
+    )
 
 
 if __name__ == "__main__":

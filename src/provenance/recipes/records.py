@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from provenance.recipes.combination import RenderResult, RoleCommand, Selection
@@ -119,6 +119,18 @@ def record_digest(record: Mapping[str, Any]) -> str:
     """Short sha256 of the canonical JSON of ``selection`` + ``result``."""
     body = {"selection": record["selection"], "result": record["result"]}
     return hashlib.sha256(canonical_json(body).encode("utf-8")).hexdigest()[:DIGEST_CHARS]
+
+
+def group_key(selection: Mapping[str, Any]) -> str:
+    """Golden-data group of a selection record: ``variant|hardware|strategy``."""
+    strategy = selection.get("strategy") or "omni"
+    return f"{selection['variant']}|{selection['hardware']}|{strategy}"
+
+
+def group_digest(digests: Iterable[str]) -> str:
+    """Order-independent digest of a group's record digests."""
+    text = "\n".join(sorted(digests))
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:DIGEST_CHARS]
 
 
 class RecordDigester:
