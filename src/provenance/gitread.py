@@ -13,7 +13,7 @@ from pathlib import Path
 import git
 from gitdb.exc import BadName, BadObject
 
-from provenance.errors import InputError, UsageError
+from provenance.errors import UnsafeInputError, UsageError
 
 
 def open_repo(path: str | Path) -> git.Repo:
@@ -55,5 +55,5 @@ def read_blob(commit: git.Commit, path: str) -> tuple[bytes, str] | None:
     if entry.type != "blob":
         return None
     if entry.mode == 0o120000:
-        raise InputError("refusing to follow a symlink in the repository", path=path)
+        raise UnsafeInputError("refusing to follow a symlink in the repository", path=path)
     return entry.data_stream.read(), entry.hexsha
