@@ -33,6 +33,7 @@ from provenance.evidence.inferencex.linkage import (
     History,
     HistoryCommit,
     block_origins,
+    changed_by,
     changelog_links,
     entry_digest,
     first_parent_history,
@@ -175,10 +176,18 @@ def _single_topology(point: SingleNodePoint) -> Topology:
 class _Extractor:
     """Builds draft records for the config entries of one snapshot."""
 
-    def __init__(self, snapshot: Snapshot, summary: IngestSummary, progress: Progress | None):
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        summary: IngestSummary,
+        progress: Progress | None,
+        relevant: Callable[[str, str], bool] | None = None,
+    ):
         self.snapshot = snapshot
         self.summary = summary
         self.progress = progress
+        # (config key, launcher or recipe path) -> worth evaluating (``--pr`` pre-filter)
+        self.relevant = relevant
         self._resolutions: dict[tuple[str, str, str, str], ScriptResolution] = {}
         self._recipes: dict[str, SrtRecipe | str] = {}
 
@@ -203,7 +212,6 @@ class _Extractor:
                 done += 1
                 if self.progress:
                     self.progress(done, total, entry.key)
-        self.summary.points += total
         return out
 
     def _record(
@@ -230,6 +238,13 @@ class _Extractor:
             partial=_dedupe_partial(partial),
         )
 
+    def _consider(self, key: str, path: str) -> bool:
+        """Whether a point is in scope (the ``--pr`` pre-filter); counts the ones that are."""
+        if self.relevant is not None and not self.relevant(key, path):
+            return False
+        self.summary.points += 1
+        return True
+
     # single node ---------------------------------------------------------------------
     def _single(self, entry: MasterEntry, point: SingleNodePoint, out: _Extraction) -> None:
         cache_key = (entry.key, entry.path, point.scenario, point.spec_decoding)
@@ -247,6 +262,8 @@ class _Extractor:
                     f"{entry.key}: archived launcher resolved in its deprecated/ directory: "
                     f"{resolution.path}"
                 )
+        if not self._consider(entry.key, resolution.path or ""):
+            return
         if resolution.path is None:
             self.summary.skip("launcher script not found")
             return
@@ -306,10 +323,15 @@ class _Extractor:
     def _multi(self, entry: MasterEntry, point: MultiNodePoint, out: _Extraction) -> None:
         config_file = point.config_file()
         if config_file is None:
-            self.summary.skip(f"multinode point without CONFIG_FILE (framework {entry.framework})")
+            if self._consider(entry.key, ""):
+                self.summary.skip(
+                    f"multinode point without CONFIG_FILE (framework {entry.framework})"
+                )
             return
         path, selector = recipe_repo_path(config_file, origin=entry.path)
         path = self.snapshot.safe_path(path, origin=f"{entry.path}:{point.line} ({entry.key})")
+        if not self._consider(entry.key, path):
+            return
         recipe = self._recipe(path)
         if isinstance(recipe, str):
             self.summary.skip(recipe)
@@ -552,7 +574,17 @@ def _ingest_commit(
     summary.commits.append(snapshot.sha)
     entries = list(masters.entries)
     summary.config_keys += len({e.key for e in entries})
-    extraction = _Extractor(snapshot, summary, progress).run(entries)
+    relevant = None
+    if only_pr is not None:
+        # At PR N's merge commit only what N changed (or its changelog names) can be N's.
+        paths, changed_keys = changed_by(repo, snapshot.sha)
+        named, _ = changelog_links(snapshot, {e.key for e in entries})
+        keys_of_pr = changed_keys | named.get(only_pr, set())
+
+        def relevant(key: str, path: str) -> bool:
+            return key in keys_of_pr or path in paths
+
+    extraction = _Extractor(snapshot, summary, progress, relevant).run(entries)
     drafts = _collapse(extraction.drafts)
     history = first_parent_history(repo, snapshot.sha)
     attribution, drafts = _attribute(repo, snapshot, history, drafts, summary)

@@ -263,29 +263,105 @@ class _MasterVersion:
     archived: dict[str, set[str]]
 
 
+def _is_master_path(path: str) -> bool:
+    if path in ACTIVE_MASTER_PATHS or path in LEGACY_MASTER_PATHS:
+        return True
+    folder, _, name = path.rpartition("/")
+    return folder == DEPRECATED_MASTER_DIR and name.endswith(".yaml")
+
+
 @dataclass
 class _KeyIndex:
+    """Entry digests per master-config blob, read once per blob."""
+
     repo: git.Repo
     cache: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    versions: dict[tuple[tuple[str, str], ...], _MasterVersion] = field(default_factory=dict)
 
-    def blocks(self, blob: git.Blob) -> dict[str, list[str]]:
-        found = self.cache.get(blob.hexsha)
+    def blocks(self, sha: str) -> dict[str, list[str]]:
+        found = self.cache.get(sha)
         if found is None:
-            found = key_blocks(blob.data_stream.read().decode("utf-8", "replace"))
-            self.cache[blob.hexsha] = found
+            data: bytes = self.repo.odb.stream(bytes.fromhex(sha)).read()
+            found = key_blocks(data.decode("utf-8", "replace"))
+            self.cache[sha] = found
         return found
 
-    def at(self, sha: str | None) -> _MasterVersion:
+    def version(self, state: Mapping[str, str]) -> _MasterVersion:
+        token = tuple(sorted(state.items()))
+        known = self.versions.get(token)
+        if known is not None:
+            return known
         version = _MasterVersion(anywhere={}, archived={})
-        if sha is None:
-            return version
-        for blob in _master_files_at(self.repo.commit(sha).tree):
-            archived = str(blob.path).startswith(DEPRECATED_MASTER_DIR + "/")
-            for key, digests in self.blocks(blob).items():
+        for path, sha in state.items():
+            archived = path.startswith(DEPRECATED_MASTER_DIR + "/")
+            for key, digests in self.blocks(sha).items():
                 version.anywhere.setdefault(key, set()).update(digests)
                 if archived:
                     version.archived.setdefault(key, set()).update(digests)
+        self.versions = {token: version}  # consecutive states share one side
         return version
+
+
+def _master_states(repo: git.Repo, rev: str) -> list[tuple[str, dict[str, str], dict[str, str]]]:
+    """(commit, master files → blob at it, … at its first parent), newest first.
+
+    One ``git log --raw`` walk: the state at ``rev`` is read from its tree, each
+    older state by undoing the next commit's changes — no tree is read again.
+    """
+    state = {str(blob.path): str(blob.hexsha) for blob in _master_files_at(repo.commit(rev).tree)}
+    out = repo.git.log(
+        "--first-parent",
+        "--raw",
+        "--no-abbrev",
+        "--no-renames",
+        "--format=@@%H",
+        rev,
+        "--",
+        *master_roots(),
+    )
+    states: list[tuple[str, dict[str, str], dict[str, str]]] = []
+    commit: str | None = None
+    newer = dict(state)
+    for line in [*out.splitlines(), "@@"]:
+        if line.startswith("@@"):
+            if commit is not None:
+                states.append((commit, newer, dict(state)))
+                newer = dict(state)
+            commit = line[2:].strip() or None
+            continue
+        if not line.startswith(":"):
+            continue
+        meta, _, path = line.partition("\t")
+        fields = meta.split()
+        old_sha, status = fields[2], fields[4][:1]
+        if not _is_master_path(path):
+            continue
+        if status == "A":
+            state.pop(path, None)
+        else:
+            state[path] = old_sha
+    return states
+
+
+def changed_by(repo: git.Repo, sha: str) -> tuple[set[str], set[str]]:
+    """(paths, config keys) commit ``sha`` changed relative to its first parent."""
+    commit = repo.commit(sha)
+    if not commit.parents:
+        paths = set(repo.git.ls_tree("-r", "--name-only", sha).splitlines())
+        parent_state: dict[str, str] = {}
+    else:
+        parent = commit.parents[0]
+        paths = set(
+            repo.git.diff_tree(
+                "--no-commit-id", "--name-only", "-r", "--no-renames", parent.hexsha, sha
+            ).splitlines()
+        )
+        parent_state = {str(b.path): str(b.hexsha) for b in _master_files_at(parent.tree)}
+    state = {str(b.path): str(b.hexsha) for b in _master_files_at(commit.tree)}
+    index = _KeyIndex(repo)
+    after, before = index.version(state).anywhere, index.version(parent_state).anywhere
+    keys = {k for k in after.keys() | before.keys() if after.get(k) != before.get(k)}
+    return paths, keys
 
 
 def master_roots() -> list[str]:
@@ -329,13 +405,12 @@ def block_origins(
     result: dict[tuple[str, str], BlockOrigin] = {k: BlockOrigin() for k in pending}
     if not pending:
         return result
-    out = repo.git.log("--first-parent", "--format=%H", rev, "--", *master_roots())
-    touching = [sha for sha in out.split() if sha in history.by_sha]
     index = _KeyIndex(repo)
-    newer = index.at(touching[0]) if touching else _MasterVersion({}, {})
-    for position, sha in enumerate(touching):
-        older = index.at(touching[position + 1] if position + 1 < len(touching) else None)
-        commit = history.by_sha[sha]
+    for sha, newer_state, older_state in _master_states(repo, rev):
+        commit = history.by_sha.get(sha)
+        if commit is None:
+            continue
+        newer, older = index.version(newer_state), index.version(older_state)
         for (key, digest), archived in list(pending.items()):
             current = result[(key, digest)]
             if (
@@ -353,7 +428,6 @@ def block_origins(
             result[(key, digest)] = current
         if not pending:
             break
-        newer = older
     return result
 
 
@@ -383,7 +457,7 @@ def changelog_links(
     raw = snapshot.read(PERF_CHANGELOG)
     if raw is None:
         return links, warnings
-    loaded = load_yaml_bytes(raw, PERF_CHANGELOG)
+    loaded = snapshot.memo(("yaml", PERF_CHANGELOG), lambda: load_yaml_bytes(raw, PERF_CHANGELOG))
     items = loaded.data if isinstance(loaded.data, list) else []
     for position, item in enumerate(items):
         try:
