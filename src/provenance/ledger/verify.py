@@ -21,7 +21,7 @@ extractor (``provenance.evidence.inferencex.ingest.extract``) when present.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
@@ -194,51 +194,94 @@ def load_inferencex_extract() -> tuple[Callable[..., Any] | None, str]:
     return extract, ""
 
 
+def _key_pattern(keys: Collection[str]) -> str:
+    """One fnmatch pattern covering ``keys``: the literal key, or their common prefix + ``*``."""
+    if len(keys) == 1:
+        return _glob_literal(next(iter(keys)))
+    first, last = min(keys), max(keys)
+    pairs = enumerate(zip(first, last, strict=False))
+    size = next((i for i, (a, b) in pairs if a != b), len(first))
+    return _glob_literal(first[:size]) + "*"
+
+
+#: (commit, PR number or None, model token of the config key)
+_Group = tuple[str, int | None, str]
+
+
 def inferencex_reextractor(
     repo_path: Path,
     extract: Callable[..., Any],
     citing: Mapping[str, Sequence[int]] | None = None,
+    planned: Iterable[EvidenceRecord] = (),
 ) -> Reextract:
     """Re-extract a record with InferenceX's ``extract`` at its commit and config key.
 
     A record is re-derived the way ingest derives it: for each PR that cites
     it (``citing``: record id -> PR numbers in the record's repository), with
-    that PR at the record's commit; then without a PR. Results are cached.
+    that PR at the record's commit; then without a PR. Extraction has a large
+    fixed cost per call, so the config keys of the ``planned`` records that
+    share a commit, a PR and a model token (``minimaxm3`` of
+    ``minimaxm3-fp4-b200-vllm``) are extracted in one call (their common
+    prefix + ``*``), falling back to one call per key if that call fails.
     Returns the re-extracted record with the same id, else the closest one for
     the same config key and hardware (so the difference can be named), else
     ``None``. An extraction that fails with a diagnosed error yields nothing.
     """
-    cache: dict[tuple[str, str, int | None], list[EvidenceRecord]] = {}
+    prs_of = citing or {}
+
+    def group_of(record: EvidenceRecord, pr: int | None) -> _Group:
+        return (record.source.commit, pr, record.config_key.split("-", 1)[0])
+
+    groups: dict[_Group, set[str]] = {}
+    for record in planned:
+        for pr in [*prs_of.get(record.id, ()), None]:
+            groups.setdefault(group_of(record, pr), set()).add(record.config_key)
+    cache: dict[tuple[str, int | None, str], dict[str, list[EvidenceRecord]] | None] = {}
+
+    def run_once(commit: str, pr: int | None, keys: Collection[str], label: str) -> None:
+        if (commit, pr, label) in cache:
+            return
+        try:
+            prs = [] if pr is None else [pr]
+            result = extract(repo_path, commit, None, _key_pattern(keys), prs)
+        except ProvenanceError:
+            cache[(commit, pr, label)] = None
+            return
+        by_key: dict[str, list[EvidenceRecord]] = {}
+        for found in result.records:
+            by_key.setdefault(found.config_key, []).append(found.with_id())
+        cache[(commit, pr, label)] = by_key
 
     def run(record: EvidenceRecord, pr: int | None) -> list[EvidenceRecord]:
-        key = (record.source.commit, record.config_key, pr)
-        if key not in cache:
-            prs = [] if pr is None else [pr]
-            pattern = _glob_literal(record.config_key)
-            try:
-                result = extract(repo_path, record.source.commit, None, pattern, prs)
-                cache[key] = [r.with_id() for r in result.records]
-            except ProvenanceError:
-                cache[key] = []
-        return cache[key]
+        commit, key = record.source.commit, record.config_key
+        group = group_of(record, pr)
+        keys = groups.get(group, set())
+        if key in keys and len(keys) > 1:
+            run_once(commit, pr, keys, "group:" + group[2])
+            grouped = cache[(commit, pr, "group:" + group[2])]
+            if grouped is not None:
+                return grouped.get(key, [])
+        run_once(commit, pr, [key], "key:" + key)
+        single = cache[(commit, pr, "key:" + key)]
+        return [] if single is None else single.get(key, [])
 
     def reextract(record: EvidenceRecord) -> EvidenceRecord | None:
         seen: list[EvidenceRecord] = []
-        for pr in [*(citing or {}).get(record.id, ()), None]:
+        for pr in [*prs_of.get(record.id, ()), None]:
             candidates = run(record, pr)
             for candidate in candidates:
                 if candidate.id == record.id:
                     return candidate
             seen.extend(candidates)
-        near = [
-            c for c in seen if c.config_key == record.config_key and c.hardware == record.hardware
-        ]
+        near = [c for c in seen if c.hardware == record.hardware]
         if not near:
             return None
         content = record.content()
-        return min(
-            near, key=lambda c: sum(1 for k, v in c.content().items() if content.get(k) != v)
-        )
+
+        def distance(candidate: EvidenceRecord) -> int:
+            return sum(1 for k, v in candidate.content().items() if content.get(k) != v)
+
+        return min(near, key=distance)
 
     return reextract
 
@@ -333,7 +376,7 @@ def _default_reextract(
             record = found.stored.get(record_id)
             if record is not None and record.source.repo == entry.pr.repo:
                 citing.setdefault(record_id, []).append(entry.pr.number)
-    return inferencex_reextractor(inferencex, extract, citing)
+    return inferencex_reextractor(inferencex, extract, citing, found.stored.values())
 
 
 def _check_inferencex(
