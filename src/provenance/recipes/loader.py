@@ -9,12 +9,112 @@ All YAML goes through :mod:`provenance.safe_yaml`; every schema violation is an
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from provenance.errors import InputError
 from provenance.recipes.schema import KvStore, RecipeFile, Strategy, Taxonomy
-from provenance.safe_yaml import LoadedYaml, load_yaml, parse_model
+from provenance.safe_yaml import LoadedYaml, load_yaml
+
+M = TypeVar("M", bound=BaseModel)
+
+_KINDS = {
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "string_type": "a string",
+    "bool_type": "a boolean",
+    "bool_parsing": "a boolean",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "list_type": "a list",
+    "date_type": "a date",
+    "none_required": "null",
+    "literal_error": "one of the allowed values",
+}
+
+
+def _yaml_kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+def _step(node: object, part: object) -> tuple[str | int, object] | None:
+    if isinstance(node, dict) and isinstance(part, str) and part in node:
+        return part, node[part]
+    if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        return part, node[part]
+    return None
+
+
+def _data_path(
+    data: object, loc: Sequence[object], *, missing: bool
+) -> tuple[tuple[str | int, ...], object]:
+    """The error location as a path through the YAML data (pydantic's union tags dropped)."""
+    path: list[str | int] = []
+    node = data
+    last = len(loc) - 1
+    for index, part in enumerate(loc):
+        step = _step(node, part)
+        if step is not None:
+            path.append(step[0])
+            node = step[1]
+        elif missing and index == last and isinstance(part, str) and isinstance(node, dict):
+            path.append(part)
+            node = None
+    return tuple(path), node
+
+
+def validate_yaml(model: type[M], loaded: LoadedYaml) -> M:
+    """Validate a loaded YAML document; the first error becomes an :class:`InputError`.
+
+    The message names ``file:line (key.path)`` with the key path as written in
+    the YAML, and says what type was expected and what was found.
+    """
+    try:
+        return model.model_validate(loaded.data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        placed = [
+            (_data_path(loaded.data, e["loc"], missing=e["type"] == "missing"), e) for e in errors
+        ]
+        # The most specific place wins (a union reports one error per member type).
+        (path, value), first = max(placed, key=lambda item: len(item[0][0]))
+        same_place = [e for (p, _), e in placed if p == path]
+        kind = first["type"]
+        if kind == "extra_forbidden":
+            message = "unknown key"
+        elif kind == "missing":
+            message = "required key is missing"
+        elif kind == "literal_error":
+            message = f"{first['msg']}, got {value!r}"
+        else:
+            wanted = sorted({_KINDS.get(e["type"], e["msg"]) for e in same_place})
+            message = f"expected {' or '.join(wanted)}, got {_yaml_kind(value)}"
+        others = len(errors) - len(same_place)
+        if others:
+            message += f" (and {others} more error(s))"
+        location = loaded.location(path)
+        raise InputError(message, location=location) from None
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,14 +168,14 @@ def load_recipes_root(root: Path) -> RecipesRoot:
             path=str(root),
             hint="pass --recipes-root pointing at a vllm-project/recipes checkout",
         )
-    taxonomy = parse_model(Taxonomy, _load_mapping(taxonomy_file, str(taxonomy_file)))
+    taxonomy = validate_yaml(Taxonomy, _load_mapping(taxonomy_file, str(taxonomy_file)))
     strategies: dict[str, Strategy] = {}
     for file in _named_files(root, "strategies"):
-        strategy = parse_model(Strategy, _load_mapping(file, str(file)))
+        strategy = validate_yaml(Strategy, _load_mapping(file, str(file)))
         strategies[strategy.name] = strategy
     kv_store: dict[str, KvStore] = {}
     for file in _named_files(root, "kv_store"):
-        store = parse_model(KvStore, _load_mapping(file, str(file)))
+        store = validate_yaml(KvStore, _load_mapping(file, str(file)))
         kv_store[store.name] = store
     if not strategies:
         raise InputError("recipes root has no strategies/*.yaml", path=str(root / "strategies"))
@@ -119,5 +219,5 @@ def recipe_identity(root: RecipesRoot, file: Path, spec: RecipeFile) -> str:
 def load_recipe(root: RecipesRoot, ref: str | Path) -> Recipe:
     """Load and validate one model recipe (see :func:`resolve_recipe_path` for ``ref``)."""
     file = resolve_recipe_path(root, ref)
-    spec = parse_model(RecipeFile, _load_mapping(file, str(file)))
+    spec = validate_yaml(RecipeFile, _load_mapping(file, str(file)))
     return Recipe(hf_id=recipe_identity(root, file, spec), path=file, spec=spec)
