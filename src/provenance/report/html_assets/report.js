@@ -438,20 +438,32 @@
         if (c.guide) { counts.push((k === "declared" ? "◆" : "✖") + c.guide); }
         if (!c.rec && !c.guide) { counts.push("removed " + c.removed.length); }
         var near = c.guide ? (c.near === -1 ? "∅" : "≈" + c.near) : "";
+        var label = cellLabel(c);
         var btn = el("button", {
           type: "button", cls: "cell " + k + (Object.keys(c.changes).length ? " changed" : ""),
-          "data-cell": id, "aria-label": cellLabel(c), "aria-pressed": state.cell === id ? "true" : "false", tabindex: "-1",
-          title: cellLabel(c)
+          "data-cell": id, "data-x": String(x), "data-y": String(y), "aria-label": label,
+          "aria-pressed": state.cell === id ? "true" : "false", tabindex: "-1", title: label
         }, [el("span", { cls: "counts", "aria-hidden": "true", text: counts.join(" ") }),
           near ? el("span", { cls: "near", "aria-hidden": "true", text: near }) : null]);
-        btn.addEventListener("click", function () { openCell(id, btn, true); });
-        btn.addEventListener("keydown", function (e) { gridKey(e, grid, x, y); });
         tr.appendChild(el("td", null, [btn]));
         grid[y].push(btn);
       });
       tbody.appendChild(tr);
     });
     table.appendChild(tbody);
+    // One listener per table (there can be thousands of cells).
+    function cellOf(e) {
+      var b = e.target && e.target.closest ? e.target.closest("button.cell") : null;
+      return b && table.contains(b) ? b : null;
+    }
+    table.addEventListener("click", function (e) {
+      var b = cellOf(e);
+      if (b) { openCell(b.getAttribute("data-cell"), b, true); }
+    });
+    table.addEventListener("keydown", function (e) {
+      var b = cellOf(e);
+      if (b) { gridKey(e, grid, Number(b.getAttribute("data-x")), Number(b.getAttribute("data-y"))); }
+    });
     var first = null;
     grid.some(function (r) { return r.some(function (b) { if (b) { first = b; } return !!b; }); });
     if (first) { first.setAttribute("tabindex", "0"); }
@@ -691,6 +703,7 @@
     for (var i = 0; i !== total; i++) { shown += matched[i]; }
     status.textContent = shown + " of " + total + " combinations shown";
     renderMatrices();
+    mark("drawn");
     renderReverse();
     if (state.cell && cells[state.cell]) { openCell(state.cell, null, false); } else if (state.cell) { closeCell(); }
   }
