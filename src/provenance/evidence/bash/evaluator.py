@@ -66,7 +66,7 @@ from provenance.evidence.record import PartialMarker
 class Limits:
     """Bounds that make evaluation terminate quickly on any input."""
 
-    max_steps: int = 200_000
+    max_steps: int = 1_000_000
     max_value_chars: int = 1_000_000
     max_array_items: int = 100_000
     max_loop_iterations: int = 10_000
@@ -81,10 +81,11 @@ _WRAPPERS: Final = frozenset(
     {"env", "exec", "nohup", "numactl", "time", "timeout", "stdbuf", "taskset", "nice"}
     | {"ionice", "setsid", "srun", "sudo", "chrt", "command"}
 )
-# Builtins and common utilities that cannot change shell variables.
-_NO_EFFECT: Final = frozenset(
-    {"echo", "printf", "cd", "pushd", "popd", "trap", "wait", "sleep", "ulimit", "umask"}
-    | {"shopt", "set", "hash", "type", "which", "kill", "disown", "jobs", "logger"}
+# Builtins that cannot change shell variables and succeed.
+_NO_EFFECT: Final = frozenset({"echo", "printf", "trap", "umask", "shopt", "set", "disown"})
+# Builtins that cannot change shell variables; their status is known only at run time.
+_NO_EFFECT_STATUS_UNKNOWN: Final = frozenset(
+    {"cd", "pushd", "popd", "wait", "sleep", "ulimit", "hash", "type", "which", "kill", "jobs"}
 )
 _STATUS_TRUE: Final = frozenset({":", "true"})
 
@@ -105,6 +106,7 @@ class ServeCapture:
 class FunctionDef:
     body: Node
     from_script: bool
+    path: str
 
 
 @dataclass
@@ -113,12 +115,14 @@ class State:
 
     vars: dict[str, Var]
     functions: dict[str, FunctionDef | None]
-    positional: tuple[Text, ...] = ()
+    positional: tuple[Text, ...] | Unknown = ()
     frames: list[dict[str, Var | None]] = field(default_factory=list)
     status: StatusValue = True
     exited: bool = False
     returning: bool = False
-    pending_returns: list[State] = field(default_factory=list)
+    # Join of the paths that already returned from the current function
+    # under a condition known only at run time (joined at the function's end).
+    pending_return: State | None = None
     serves: tuple[ServeCapture, ...] = ()
 
     def copy(self) -> State:
@@ -130,7 +134,7 @@ class State:
             status=self.status,
             exited=self.exited,
             returning=self.returning,
-            pending_returns=list(self.pending_returns),
+            pending_return=self.pending_return,
             serves=self.serves,
         )
 
@@ -189,7 +193,8 @@ class Evaluator:
         self.steps = 0
         self.call_depth = 0
         self.source_depth = 0
-        self.strict = 0
+        self.fork_depth = 0
+        self.loop_bases: list[int] = []
         self.in_script = True
         self.current_line = 1
 
@@ -229,10 +234,6 @@ class Evaluator:
             )
         return text
 
-    def fork_guard(self, node: Node, marker: PartialMarker) -> None:
-        if self.strict:
-            raise _UnevaluableSignal(marker)
-
     # -------------------------------------------------------------------- entry
 
     def run(self) -> Evaluation:
@@ -251,8 +252,8 @@ class Evaluator:
             raise InputError(
                 "script nests too deeply to evaluate", path=self.path, line=self.current_line
             ) from exc
-        for pending in state.pending_returns:
-            state.serves = merge_serves(pending.serves, state.serves, None)
+        if state.pending_return is not None:
+            state.serves = merge_serves(state.pending_return.serves, state.serves, None)
         return Evaluation(
             path=self.path,
             serves=state.serves,
@@ -298,6 +299,8 @@ class Evaluator:
             st.status = self.eval_test_command(node, st)
         elif kind == "compound_statement":
             self.exec_compound(node, st)
+        elif kind == "do_group":
+            self.exec_block(node.children, st)
         elif kind == "subshell":
             sub = st.copy()
             with contextlib.suppress(_ExitSignal, _ReturnSignal, _LoopControlSignal):
@@ -386,7 +389,6 @@ class Evaluator:
                 self.exec_node(right, st)
             elif run_right is None:
                 assert isinstance(status, Unknown)
-                self.fork_guard(right, status.marker)
                 taken = self.branch(st, _runner(self.exec_node, right))
                 self.join_into(st, taken, st.copy(), status.marker)
 
@@ -394,12 +396,15 @@ class Evaluator:
 
     def branch(self, st: State, body: Callable[[State], None]) -> State:
         sub = st.copy()
+        self.fork_depth += 1
         try:
             body(sub)
         except _ExitSignal:
             sub.exited = True
         except _ReturnSignal:
             sub.returning = True
+        finally:
+            self.fork_depth -= 1
         return sub
 
     def join_into(self, st: State, a: State, b: State, marker: PartialMarker) -> None:
@@ -411,7 +416,7 @@ class Evaluator:
         st.status = joined.status
         st.exited = joined.exited
         st.returning = joined.returning
-        st.pending_returns = joined.pending_returns
+        st.pending_return = joined.pending_return
         st.serves = joined.serves
         if st.exited:
             raise _ExitSignal
@@ -438,7 +443,6 @@ class Evaluator:
             self.exec_rest(rest, st)
             return
         assert isinstance(status, Unknown)
-        self.fork_guard(conditions[0], status.marker)
         taken = self.branch(st, lambda s: self.exec_block(body, s))
         other = self.branch(st, lambda s: self.exec_rest(rest, s))
         self.join_into(st, taken, other, status.marker)
@@ -489,7 +493,6 @@ class Evaluator:
             self.exec_case_items(subject, items[1:], st, node)
             return
         assert isinstance(matched, Unknown)
-        self.fork_guard(item, matched.marker)
         taken = self.branch(st, lambda s: self.exec_block(body, s))
         other = self.branch(st, lambda s: self.exec_case_items(subject, items[1:], s, node))
         self.join_into(st, taken, other, matched.marker)
@@ -554,7 +557,12 @@ class Evaluator:
         name = node_text(var_node) if var_node is not None else ""
 
         def run(sub: State) -> None:
-            words = self.expand_fields(value_nodes, sub) if value_nodes else list(sub.positional)
+            if value_nodes:
+                words = self.expand_fields(value_nodes, sub)
+            elif isinstance(sub.positional, Unknown):
+                raise _UnevaluableSignal(sub.positional.marker)
+            else:
+                words = list(sub.positional)
             if len(words) > self.limits.max_loop_iterations:
                 raise InputError("for loop over too many words", path=self.path, line=line_of(node))
             for word in words:
@@ -638,13 +646,13 @@ class Evaluator:
         """Run a loop exactly when every iteration is known; otherwise havoc what it assigns."""
         sub = st.copy()
         failure: _UnevaluableSignal | None = None
-        self.strict += 1
+        self.loop_bases.append(self.fork_depth)
         try:
             run(sub)
         except _UnevaluableSignal as exc:
             failure = exc
         finally:
-            self.strict -= 1
+            self.loop_bases.pop()
         if failure is None:
             _copy_state(sub, st)
             return
@@ -684,7 +692,9 @@ class Evaluator:
         body = node.child_by_field_name("body")
         if name_node is None or body is None:
             return
-        st.functions[node_text(name_node)] = FunctionDef(body, from_script=self.in_script)
+        st.functions[node_text(name_node)] = FunctionDef(
+            body, from_script=self.in_script, path=self.path
+        )
         st.status = True
 
     def call_function(
@@ -702,27 +712,31 @@ class Evaluator:
         st.frames.append({})
         self.call_depth += 1
         self.in_script = fn.from_script
-        outer_pending = st.pending_returns
-        st.pending_returns = []
-        returned = False
+        outer_pending = st.pending_return
+        st.pending_return = None
+        saved_path = self.path
+        self.path = fn.path
         try:
             self.exec_node(fn.body, st)
         except _ReturnSignal:
-            returned = True
+            pass
         finally:
             self.call_depth -= 1
             self.in_script = saved_in_script
-        if st.pending_returns:
-            merged = st
-            for pending in st.pending_returns:
-                pending.returning = False
-                merged = join_states(
-                    pending, merged, self.marker("function", node, f"{name} returns early")
-                )
+            self.path = saved_path
+        if st.pending_return is not None:
+            pending = st.pending_return.copy()
+            pending.returning = False
+            pending.pending_return = None
+            current = st.copy()
+            current.returning = False
+            current.pending_return = None
+            merged = join_states(
+                pending, current, self.marker("function", node, f"{name} returns early")
+            )
             _copy_state(merged, st)
-        del returned
         st.returning = False
-        st.pending_returns = outer_pending
+        st.pending_return = outer_pending
         frame = st.frames.pop() if st.frames else {}
         for var_name, saved in frame.items():
             if saved is None:
@@ -775,13 +789,22 @@ class Evaluator:
         elif head in ("exit",):
             raise _ExitSignal
         elif head == "return":
+            code = known(args[0]) if args else None
+            if code is not None and code.strip().lstrip("-").isdigit():
+                st.status = int(code) % 256 == 0
+            elif args:
+                st.status = Unknown(self.marker("function", node, "return with unknown status"))
             raise _ReturnSignal
         elif head in ("break", "continue"):
             levels = 1
             if args and known(args[0]) and str(known(args[0])).isdigit():
                 levels = max(1, int(str(known(args[0]))))
-            if not self.strict:
+            if not self.loop_bases:
                 return
+            if self.fork_depth > self.loop_bases[-1]:
+                raise _UnevaluableSignal(
+                    self.marker("loop", node, f"{head} under a condition known only at run time")
+                )
             raise _LoopControlSignal(head, levels)
         elif head in ("source", "."):
             self.exec_source(args, st, node)
@@ -797,7 +820,8 @@ class Evaluator:
             count = 1
             if args and (text := known(args[0])) and text.isdigit():
                 count = int(text)
-            st.positional = st.positional[count:]
+            if not isinstance(st.positional, Unknown):
+                st.positional = st.positional[count:]
             st.status = True
         elif head == "set":
             if args and known(args[0]) == "--":
@@ -815,6 +839,8 @@ class Evaluator:
             st.status = True
         elif head in _NO_EFFECT:
             st.status = True
+        elif head in _NO_EFFECT_STATUS_UNKNOWN:
+            st.status = Unknown(self.marker("command-status", node, f"exit status of {head}"))
         elif head in benchmark_lib.FUNCTION_GLOBALS:
             self.apply_lib_function(head, st, node)
         elif head == "exec":
@@ -1191,8 +1217,12 @@ class Evaluator:
             index = int(name)
             if index == 0:
                 return text_of(self.path)
+            if isinstance(st.positional, Unknown):
+                return (st.positional,)
             return st.positional[index - 1] if index <= len(st.positional) else None
         if name == "#":
+            if isinstance(st.positional, Unknown):
+                return (st.positional,)
             return text_of(str(len(st.positional)))
         if name == "?":
             status = st.status
@@ -1200,6 +1230,8 @@ class Evaluator:
                 return (status,)
             return text_of("0" if status else "1")
         if name in ("@", "*"):
+            if isinstance(st.positional, Unknown):
+                return (st.positional,)
             return concat(*_interleave(list(st.positional), text_of(" ")))
         if name in ("$", "!", "-", "_"):
             return self.hole("special-parameter", node, f"${name} is known only at run time")
@@ -1211,6 +1243,8 @@ class Evaluator:
     def element_values(self, st: State, name: str, node: Node) -> list[Text] | Unknown:
         """All values of ``${name[@]}``."""
         if name in ("@", "*"):
+            if isinstance(st.positional, Unknown):
+                return st.positional
             return list(st.positional)
         var = st.vars.get(name)
         if var is None:
@@ -1362,7 +1396,10 @@ class Evaluator:
 
     def expand_parameter_all(self, name: str, st: State, node: Node, quoted: bool) -> Expanded:
         if name == "@" or (name == "*" and not quoted):
-            return self.expand_list(list(st.positional), quoted, node)
+            positional = st.positional
+            return self.expand_list(
+                positional if isinstance(positional, Unknown) else list(positional), quoted, node
+            )
         value = self.lookup(st, name, node)
         if value is None:
             return []
@@ -2052,7 +2089,7 @@ def _copy_state(src: State, dst: State) -> None:
     dst.status = src.status
     dst.exited = src.exited
     dst.returning = src.returning
-    dst.pending_returns = src.pending_returns
+    dst.pending_return = src.pending_return
     dst.serves = src.serves
 
 
@@ -2071,7 +2108,11 @@ def join_states(a: State, b: State, marker: PartialMarker) -> State:
         live, gone = (b, a) if a.returning else (a, b)
         out = live.copy()
         out.serves = serves
-        out.pending_returns = [*live.pending_returns, *gone.pending_returns, gone]
+        done = gone.copy()
+        done.pending_return = None
+        out.pending_return = _join_pending(
+            _join_pending(live.pending_return, gone.pending_return, marker), done, marker
+        )
         return out
     hole = Unknown(marker)
     out_vars: dict[str, Var] = {}
@@ -2098,14 +2139,23 @@ def join_states(a: State, b: State, marker: PartialMarker) -> State:
     return State(
         vars=out_vars,
         functions=out_functions,
-        positional=a.positional if a.positional == b.positional else (unknown_text(marker),),
+        positional=a.positional if a.positional == b.positional else hole,
         frames=frames,
         status=a.status if a.status == b.status else hole,
         exited=False,
         returning=a.returning,
-        pending_returns=[*a.pending_returns, *b.pending_returns],
+        pending_return=_join_pending(a.pending_return, b.pending_return, marker),
         serves=serves,
     )
+
+
+def _join_pending(a: State | None, b: State | None, marker: PartialMarker) -> State | None:
+    """Join the already-returned paths of two branches (each kept once)."""
+    if a is None:
+        return b
+    if b is None or a is b:
+        return a
+    return join_states(a, b, marker)
 
 
 def merge_serves(
