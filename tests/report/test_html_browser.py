@@ -44,6 +44,7 @@ CHROMIUM_FLAGS = (
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    "--disable-dev-shm-usage",  # containers often have a tiny /dev/shm
 )
 _WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 TIMEOUT = 30.0
