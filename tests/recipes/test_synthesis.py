@@ -60,7 +60,7 @@ def _roles(
     root: RecipesRoot, ref: str, **fields: object
 ) -> list[tuple[str, int | None, tuple[str, ...] | None, dict[str, object]]]:
     recipe = load_recipe(root, ref)
-    selection = Selection(**fields)  # type: ignore[arg-type]
+    selection = Selection(**fields)
     return [
         (r.role, r.node_rank, r.argv, dict(r.env)) for r in render(recipe, root, selection).roles
     ]
