@@ -290,7 +290,15 @@ def test_symlinked_master_config_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = CliRunner().invoke(
         cli,
-        ["ingest", "inferencex", str(builder.root), "--ledger", str(out / "l"), "--evidence", "e"],
+        [
+            "ingest",
+            "inferencex",
+            str(builder.root),
+            "--ledger",
+            str(out / "l"),
+            "--evidence",
+            str(out / "e"),
+        ],
     )
     assert result.exit_code == EXIT_INPUT, result.output
 
@@ -303,3 +311,30 @@ def test_gitread_refuses_symlinks_as_unsafe(tmp_path: Path) -> None:
     assert read_blob(commit, "missing.yaml") is None
     with pytest.raises(UnsafeInputError, match="symlink"):
         read_blob(commit, "link.yaml")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG (evidence/inferencex/linkage.py first_parent_history): `git log` output is "
+    "split with str.splitlines(), so a commit subject containing \\r, \\v, \\f, \\x1c-\\x1e, "
+    "\\x85 or \\u2028 breaks a line and ingest crashes with a ValueError traceback",
+)
+@pytest.mark.parametrize("separator", ["\r", "\x0c", "\x1e", "\u2028"])
+def test_commit_subject_with_line_separators_is_just_text(separator: str, tmp_path: Path) -> None:
+    builder = RepoBuilder(tmp_path / "inferencex")
+    builder.commit(f"Evil{separator}title (#7)", base_files())
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "ingest",
+            "inferencex",
+            str(builder.root),
+            "--ledger",
+            str(out / "l"),
+            "--evidence",
+            str(out / "e"),
+        ],
+    )
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert result.exit_code == EXIT_OK, result.output

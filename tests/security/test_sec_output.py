@@ -1,0 +1,249 @@
+"""Hostile values in every output: escaped for the terminal, markdown, SARIF and HTML.
+
+End to end: an InferenceX repository whose PR title and launcher flag value
+carry HTML, markdown, ``@mentions``, backticks, pipes, a newline, ANSI escape
+sequences, a bell and a bidi override, and a recipe whose own flag value and
+variant name do the same, are ingested and audited with the real CLI. Each
+output surface is then checked: no control character reaches a terminal or a
+markdown document, no HTML tag or mention survives outside a code span, no
+injected line starts a heading, and the JSON keeps the exact value (escaping
+happens when rendering, never in the data).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from sec_fixtures import (
+    LAUNCH_B300,
+    LAUNCHER,
+    MASTER,
+    REPO_ROOT,
+    RUNNERS,
+    RUNNERS_PATH,
+    RepoBuilder,
+)
+
+from provenance.audit.model import AuditReport
+from provenance.cli.main import cli
+from provenance.review.diff import diff_reports
+from provenance.review.diff_render import write_markdown as write_diff_markdown
+from provenance.review.diff_render import write_text as write_diff_text
+
+#: the hostile payload of the evidence (flag value; the PR title gets it minus the newline)
+HOSTILE = (
+    "<img src=x onerror=alert(1)>@everyone `id` | ## h\x1b[2J\x1b]8;;http://evil\x07"
+    "\nnext\u202eevil"
+)
+#: the hostile payload of the recipe (a flag value and a variant name)
+HOSTILE_RECIPE = "<script>alert(2)</script>@octocat ``x`` |\x1b[31m\u2066rtl"
+HOSTILE_VARIANT = "nv<b>@here"
+SCRIPT = "benchmarks/single_node/fixed_seq_len/minimaxm3_fp4_b300.sh"
+MODEL_FILE = "models/MiniMaxAI/MiniMax-M3.yaml"
+MASTER_M3 = """\
+minimaxm3-fp4-b300-vllm:
+  image: vllm/vllm-openai:minimax-m3
+  model: nvidia/MiniMax-M3-NVFP4
+  model-prefix: minimaxm3
+  runner: b300
+  precision: fp4
+  framework: vllm
+  multinode: false
+  scenarios:
+    fixed-seq-len:
+    - isl: 8192
+      osl: 1024
+      search-space:
+      - { tp: 8, conc-list: [4] }
+"""
+
+# C0 controls except \n, DEL, C1 controls, line/paragraph separators, bidi controls
+UNSAFE_CHARS = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _script(value: str) -> str:
+    quoted = value.replace("'", "'\\''")
+    return (
+        "#!/usr/bin/env bash\n"
+        'vllm serve "$MODEL" --tensor-parallel-size $TP --block-size 128 '
+        f"--kv-cache-dtype '{quoted}' --trust-remote-code\n"
+    )
+
+
+def _reduced_recipe(path: Path) -> None:
+    """MiniMax-M3 with the nvfp4 variant only (plus a hostile twin), single_node_tp, b300."""
+    data = yaml.safe_load(path.read_text())
+    nvfp4 = data["variants"]["nvfp4"]
+    nvfp4["extra_args"] += ["--hostile-note", HOSTILE_RECIPE]
+    nvfp4["supported_hardware"] = ["b300"]
+    data["variants"] = {"nvfp4": nvfp4, HOSTILE_VARIANT: dict(nvfp4)}
+    data["compatible_strategies"] = ["single_node_tp"]
+    data["opt_in_features"] = []
+    data["features"] = {}
+    data.pop("strategy_overrides", None)
+    data["meta"]["hardware"] = {"b300": "verified"}
+    path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False))
+
+
+@dataclass
+class Outputs:
+    terminal: dict[str, str]
+    markdown: dict[str, str]
+    sarif: str
+    html: str
+    json_report: str
+
+
+def _invoke(args: list[str]) -> str:
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code in (0, 1), (args, result.output)
+    return result.output
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outputs]:
+    tmp = tmp_path_factory.mktemp("hostile-output")
+    recipes = tmp / "recipes"
+    shutil.copytree(REPO_ROOT / "recipes", recipes)
+    _reduced_recipe(recipes / MODEL_FILE)
+    builder = RepoBuilder(tmp / "inferencex")
+    title = HOSTILE.replace("\n", " ")
+    builder.commit(
+        f"Evil {title} (#66)",
+        {
+            MASTER: MASTER_M3,
+            RUNNERS_PATH: RUNNERS,
+            LAUNCHER: LAUNCH_B300,
+            SCRIPT: _script(HOSTILE),
+        },
+    )
+    dirs = ["--ledger", str(tmp / "ledger"), "--evidence", str(tmp / "evidence")]
+    inputs = ["--recipes-root", str(recipes), *dirs]
+    terminal = {"ingest": _invoke(["ingest", "inferencex", str(builder.root), *dirs])}
+    audit = ["audit", "MiniMaxAI/MiniMax-M3", *inputs]
+    terminal["audit-text"] = _invoke(audit)
+    explain = ["explain", "MiniMaxAI/MiniMax-M3", *inputs, "--variant", HOSTILE_VARIANT]
+    terminal["explain"] = _invoke([*explain, "--hardware", "b300", "--strategy", "single_node_tp"])
+    terminal["evidence-list"] = _invoke(["evidence", "list", *dirs])
+    terminal["verify"] = _invoke(["verify", *dirs])
+    terminal["flags"] = _invoke(["flags", "--", "vllm", "serve", "m", "--kv-cache-dtype", HOSTILE])
+    json_text = _invoke([*audit, "--format", "json"])
+    report = AuditReport.model_validate_json(json_text)
+    diff = diff_reports(None, report, base_label="base", head_label="head")
+    diff_md, diff_text = io.StringIO(), io.StringIO()
+    write_diff_markdown(diff, diff_md)
+    write_diff_text(diff, diff_text)
+    terminal["diff-text"] = diff_text.getvalue()
+    markdown = {
+        "audit-markdown": _invoke([*audit, "--format", "markdown"]),
+        "cite": _invoke(["cite", "MiniMaxAI/MiniMax-M3", *inputs]),
+        "diff-markdown": diff_md.getvalue(),
+    }
+    yield Outputs(
+        terminal=terminal,
+        markdown=markdown,
+        sarif=_invoke([*audit, "--format", "sarif"]),
+        html=_invoke([*audit, "--format", "html"]),
+        json_report=json_text,
+    )
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def test_the_hostile_values_reach_the_outputs(outputs: Outputs) -> None:
+    """Guard: the checks below are only meaningful if the payload is really shown."""
+    assert "onerror" in outputs.markdown["audit-markdown"]
+    assert "onerror" in outputs.markdown["cite"]
+    assert "onerror" in outputs.terminal["evidence-list"]
+    assert "octocat" in outputs.markdown["audit-markdown"]
+    assert "octocat" in outputs.terminal["explain"]
+
+
+def test_json_keeps_the_exact_values(outputs: Outputs) -> None:
+    strings = set(_strings(json.loads(outputs.json_report)))
+    assert HOSTILE in strings
+    assert HOSTILE_VARIANT in strings
+    assert any(HOSTILE_RECIPE in s for s in strings)
+
+
+FLAGS_BUG = pytest.mark.xfail(
+    strict=True,
+    reason="BUG (flags/show.py text table): `provenance flags` prints flag values raw — "
+    "ANSI escapes, bidi overrides and newlines reach the terminal",
+)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ingest",
+        "audit-text",
+        "explain",
+        "evidence-list",
+        "verify",
+        pytest.param("flags", marks=FLAGS_BUG),
+        "diff-text",
+    ],
+)
+def test_terminal_output_has_no_control_sequences(outputs: Outputs, name: str) -> None:
+    text = outputs.terminal[name]
+    assert not UNSAFE_CHARS.search(text), (name, UNSAFE_CHARS.findall(text))
+    assert not re.search(r"^next", text, re.M), "a newline in a value started a new line"
+
+
+def _prose(markdown: str) -> str:
+    """The markdown outside code spans (inside them HTML and mentions are inert)."""
+    return re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", markdown)
+
+
+@pytest.mark.parametrize("name", ["audit-markdown", "cite", "diff-markdown"])
+def test_markdown_is_inert(outputs: Outputs, name: str) -> None:
+    text = outputs.markdown[name]
+    assert not UNSAFE_CHARS.search(text), (name, UNSAFE_CHARS.findall(text))
+    prose = _prose(text)
+    for raw in ("<img", "<script", "<b>", "@everyone", "@octocat", "@here"):
+        assert raw not in prose, (name, raw)
+    for line in text.splitlines():
+        assert not line.startswith(("next", "## h", "<")), (name, line)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG (report/sarif.py _message): recipe and evidence values go into "
+    "result.message.text raw — ANSI escapes and bidi controls reach SARIF viewers",
+)
+def test_sarif_is_inert(outputs: Outputs) -> None:
+    document = json.loads(outputs.sarif)
+    for run in document["runs"]:
+        for result in run["results"]:
+            message = result["message"]
+            assert not UNSAFE_CHARS.search(message["text"]), message["text"]
+            if "markdown" in message:
+                assert "<img" not in _prose(message["markdown"])
+
+
+def test_html_keeps_values_as_data(outputs: Outputs) -> None:
+    page = outputs.html
+    for raw in ("<img", "<script>alert", "<b>@here", "\x1b"):
+        assert raw not in page, raw
+    assert page.count("<script") == 2  # the data block and the page's own script
