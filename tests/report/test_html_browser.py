@@ -135,6 +135,17 @@ class Page:
         self.ws = ws
         self.next_id = 0
         self.events: list[dict[str, Any]] = []
+        #: Uncaught script exceptions and security (CSP) console messages, as text.
+        self.problems: list[str] = []
+
+    def _event(self, message: dict[str, Any]) -> None:
+        method = message.get("method")
+        params = message.get("params", {})
+        if method == "Runtime.exceptionThrown":
+            self.problems.append(json.dumps(params.get("exceptionDetails", {}))[:500])
+        elif method == "Log.entryAdded" and params.get("entry", {}).get("source") == "security":
+            self.problems.append(params["entry"].get("text", ""))
+        self.events.append(message)
 
     def call(self, method: str, **params: Any) -> dict[str, Any]:
         self.next_id += 1
@@ -147,7 +158,7 @@ class Page:
                     raise RuntimeError(f"{method}: {message['error']}")
                 result: dict[str, Any] = message.get("result", {})
                 return result
-            self.events.append(message)
+            self._event(message)
 
     def wait_event(self, name: str) -> dict[str, Any]:
         deadline = time.monotonic() + TIMEOUT
@@ -156,7 +167,7 @@ class Page:
                 if event.get("method") == name:
                     del self.events[: i + 1]
                     return event
-            self.events.append(json.loads(self.ws.recv()))
+            self._event(json.loads(self.ws.recv()))
         raise TimeoutError(name)
 
     def js(self, expression: str) -> Any:
@@ -179,6 +190,7 @@ class Page:
     def open(self, url: str) -> dict[str, float]:
         """Navigate, wait until the page script has drawn everything; its timings in ms."""
         self.events.clear()
+        self.problems.clear()
         self.call("Page.navigate", url=url)
         self.wait_event("Page.loadEventFired")
         self.wait_for("document.documentElement.getAttribute('data-ready') === 'true'")
@@ -274,6 +286,7 @@ def launch_chromium(profile: Path, log_path: Path) -> Iterator[Page]:
             page = Page(ws)
             page.call("Page.enable")
             page.call("Runtime.enable")
+            page.call("Log.enable")
             page.call(
                 "Emulation.setDeviceMetricsOverride",
                 width=1440,
@@ -549,3 +562,37 @@ def test_real_minimax_m3_report(
         assert str(reason.code) in group
         if reason.flag:
             assert reason.flag in group
+
+
+def test_empty_report_and_no_script_errors(
+    browser: Page, tmp_path: Path, make_report: Callable[..., AuditReport], report: AuditReport
+) -> None:
+    empty = make_report(verdicts=(), reverse=(), claims=())
+    browser.open(write_page(tmp_path, render_html(empty), "empty.html"))
+    assert "No combination matches." in browser.text_of("#matrices")
+    assert browser.text_of("#tab-reverse").endswith("(0)")
+    assert browser.problems == []
+    # The full sample, worked through every view: still no exception and no CSP report.
+    browser.open(write_page(tmp_path, render_html(report)))
+    browser.click(cell_selector(EAGLE_CELL))
+    browser.click("#tab-reverse")
+    browser.click("#show-reproduced")
+    assert "minimaxm3-fp4-b200-vllm" in browser.text_of("#view-reverse")
+    browser.click("#tab-matrix")
+    browser.js("document.getElementById('cols').value = 'features'")
+    browser.js("document.getElementById('cols').dispatchEvent(new Event('change'))")
+    browser.wait_for("document.querySelectorAll('button.cell').length === 8")
+    assert browser.problems == []
+
+
+def test_csp_blocks_any_other_script(browser: Page, tmp_path: Path, report: AuditReport) -> None:
+    # Should some value ever escape into markup, the policy still refuses to run it.
+    page = render_html(report).replace(
+        "</body>",
+        "<script>window.__evil = 1</script><img src=x onerror='window.__evil = 2'></body>",
+    )
+    browser.open(write_page(tmp_path, page))
+    assert browser.js("typeof window.__evil") == "undefined"
+    assert browser.js("document.documentElement.getAttribute('data-ready')") == "true"
+    browser.wait_for("true")
+    assert any("Content Security Policy" in p for p in browser.problems), browser.problems
