@@ -200,6 +200,8 @@ def test_title_is_escaped(make_report: Callable[..., AuditReport]) -> None:
         ("javascript:alert(1)//x/y#1", None),
         ("a/b#0", None),
         ("a/b#12 ", None),
+        ("a/b#12\n", None),
+        ("ü/b#12", None),
     ],
 )
 def test_pr_urls_only_for_pr_refs(ref: str, url: str | None) -> None:

@@ -59,11 +59,10 @@ if TYPE_CHECKING:
 DATA_VERSION = 1
 
 _GITHUB = "https://github.com/"
-_PR_REF = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)#(?P<number>[1-9][0-9]*)$")
-_REPO = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_PR_REF = re.compile(r"(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)#(?P<number>[1-9][0-9]*)\Z", re.ASCII)
 _LABEL_SEPARATOR = " · "
-_PD_LABEL = re.compile(r"^P(?P<pn>[0-9]+)n-(?P<pp>[^/]+)/D(?P<dn>[0-9]+)n-(?P<dp>.+)$")
-_NODES_LABEL = re.compile(r"^(?P<n>[0-9]+)n$")
+_PD_LABEL = re.compile(r"P(?P<pn>[0-9]+)n-(?P<pp>[^/]+)/D(?P<dn>[0-9]+)n-(?P<dp>.+)\Z", re.ASCII)
+_NODES_LABEL = re.compile(r"(?P<n>[0-9]+)n\Z", re.ASCII)
 
 FAMILY_ORDER = ("single-node", "multi-node", "pd_cluster")
 
@@ -170,10 +169,9 @@ def run_url(run: SweepRun, pr: str) -> str | None:
     if run.url and run.url.startswith(_GITHUB) and _safe_url(run.url):
         return run.url
     match = _PR_REF.match(pr)
-    repo = match["repo"] if match else None
-    if repo is None or not _REPO.match(repo):
+    if match is None:
         return None
-    url = f"{_GITHUB}{repo}/actions/runs/{run.run_id}"
+    url = f"{_GITHUB}{match['repo']}/actions/runs/{run.run_id}"
     if run.attempt > 1:
         url += f"/attempts/{run.attempt}"
     return url

@@ -9,6 +9,7 @@
   mark("start");
   var D = JSON.parse(document.getElementById("provenance-data").textContent);
   mark("parsed");
+  if (D.v !== 1) { throw new Error("provenance report: unknown data layout version " + D.v); }
   var S = D.s;
   var app = document.getElementById("app");
   var GITHUB = /^https:\/\/github\.com\/[A-Za-z0-9._~\/%#?=&+-]*$/;
