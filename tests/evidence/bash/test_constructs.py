@@ -137,7 +137,9 @@ def test_arithmetic_expansion_and_command() -> None:
 CONDITIONS = r"""
 if [[ "$MODEL" != /* ]]; then A=hub; else A=local; fi
 if [ -z "$UNSET_VAR" ] && [ -n "$MODEL" ]; then B=yes; fi
-if [[ $CONC -lt 64 || "$FORCE" == "1" ]]; then C=low; elif [ "$CONC" -ge 512 ]; then C=high; else C=mid; fi
+if [[ $CONC -lt 64 || "$FORCE" == "1" ]]; then C=low
+elif [ "$CONC" -ge 512 ]; then C=high
+else C=mid; fi
 [ "$TP" -eq 8 ] && D=eight || D=other
 if ! [ "$EP_SIZE" -gt 1 ]; then E=noep; fi
 if [[ ( "$X" == "a" ) ]]; then F=paren; fi
@@ -279,12 +281,20 @@ def test_bounded_for_loop_is_unrolled() -> None:
 
 
 def test_c_style_loop_and_break() -> None:
-    script = "for (( i = 1; i < 100; i *= 2 )); do\n  if (( i > CONC )); then break; fi\ndone\nvllm serve --c $i\n"
+    script = (
+        "for (( i = 1; i < 100; i *= 2 )); do\n"
+        "  if (( i > CONC )); then break; fi\n"
+        "done\n"
+        "vllm serve --c $i\n"
+    )
     assert args_of(script, CONC="10") == ["--c", "16"]
 
 
 def test_set_x_set_e_trap_and_groups_are_ignored() -> None:
-    script = "set -euo pipefail\nset -x\ntrap 'echo bye' EXIT\n{ set +x; } 2>/dev/null\n( SUB=1 )\nvllm serve ${SUB:-main}\n"
+    script = (
+        "set -euo pipefail\nset -x\ntrap 'echo bye' EXIT\n"
+        "{ set +x; } 2>/dev/null\n( SUB=1 )\nvllm serve ${SUB:-main}\n"
+    )
     assert args_of(script) == ["main"]
 
 
@@ -402,7 +412,9 @@ def test_known_helper_is_followed_when_given() -> None:
 def test_benchmark_lib_facts_when_not_followed() -> None:
     script = (
         'source "$(dirname "$0")/../../benchmark_lib.sh"\n'
-        'if [ "$EVAL_ONLY" = "true" ]; then setup_eval_context; MAX_MODEL_LEN="$EVAL_MAX_MODEL_LEN"; fi\n'
+        'if [ "$EVAL_ONLY" = "true" ]; then\n'
+        '  setup_eval_context; MAX_MODEL_LEN="$EVAL_MAX_MODEL_LEN"\n'
+        "fi\n"
         "vllm serve m --port $PORT --max-model-len $MAX_MODEL_LEN\n"
     )
     plain = evaluate(script, MAX_MODEL_LEN="9472", EVAL_ONLY="false")

@@ -66,7 +66,7 @@ from provenance.evidence.record import PartialMarker
 class Limits:
     """Bounds that make evaluation terminate quickly on any input."""
 
-    max_steps: int = 1_000_000
+    max_steps: int = 300_000
     max_value_chars: int = 1_000_000
     max_array_items: int = 100_000
     max_loop_iterations: int = 10_000
@@ -2118,7 +2118,7 @@ def join_states(a: State, b: State, marker: PartialMarker) -> State:
     out_vars: dict[str, Var] = {}
     for name in a.vars.keys() | b.vars.keys():
         va, vb = a.vars.get(name), b.vars.get(name)
-        if va == vb:
+        if va is vb or va == vb:
             assert va is not None
             out_vars[name] = va
             continue
