@@ -591,9 +591,14 @@ def enumerate_with_ui(
                     choices = _feature_choices(
                         b, options, variant_key, hardware_id, strategy, instances_active
                     )
-                    pools: Sequence[tuple[PdPool, PdPool, bool] | None] = [None]
+                    pools: Sequence[tuple[PdSelection, bool] | None] = [None]
                     if deploy == "pd_cluster":
-                        pools = _pd_pool_pairs(b, options, variant_key, hardware_id)
+                        pools = [
+                            (PdSelection(prefill=p, decode=d), is_default)
+                            for p, d, is_default in _pd_pool_pairs(
+                                b, options, variant_key, hardware_id
+                            )
+                        ]
                     for instances in instance_counts:
                         for choice in choices:
                             for pool in pools:
@@ -602,11 +607,7 @@ def enumerate_with_ui(
                                     hardware=hardware_id,
                                     strategy=strategy,
                                     node_count=node_count,
-                                    pd=(
-                                        PdSelection(prefill=pool[0], decode=pool[1])
-                                        if pool is not None
-                                        else None
-                                    ),
+                                    pd=pool[0] if pool is not None else None,
                                     kv_offload=kv or None,
                                     kv_instances=instances if instances_active else None,
                                     features=choice.features,
@@ -619,7 +620,7 @@ def enumerate_with_ui(
                                     default_features=choice.is_default,
                                     fits_single_node=fits,
                                     single_node_shortfall=single_shape and not fits,
-                                    pd_default_pools=pool[2] if pool is not None else None,
+                                    pd_default_pools=pool[1] if pool is not None else None,
                                 )
                                 yield EnumeratedSelection(selection, choice.picked, ui)
 

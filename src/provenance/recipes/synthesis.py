@@ -625,15 +625,11 @@ def model_id_of(recipe: Recipe, variant_key: str) -> str:
 def _role_command(
     recipe: Recipe,
     key: RoleKey,
-    tokens: list[str],
+    args: list[str],
     env: dict[str, EnvValue],
 ) -> RoleCommand:
-    argv = (
-        "vllm",
-        "serve",
-        model_id_of(recipe, key.variant),
-        *dedupe_args([t for t in tokens if t]),
-    )
+    """Wrap deduplicated ``args`` and ``env`` as the role's command."""
+    argv = ("vllm", "serve", model_id_of(recipe, key.variant), *args)
     node_rank: int | None
     if key.role == "serve":
         node_rank = None
@@ -762,15 +758,33 @@ def role_keys(
     strategy = strategy_of(root, selection.strategy)
     deploy_type = strategy.deploy_type if strategy is not None else None
     modes = tuple(sorted((f, m) for f, m in selection.feature_modes.items() if m is not None))
-    base = {
-        "variant": selection.variant,
-        "hardware": selection.hardware,
-        "strategy": selection.strategy,
-        "kv_offload": selection.kv_offload or None,
-        "features": tuple(selection.features),
-        "feature_modes": modes,
-        "advanced_args": tuple(advanced_args),
-    }
+    variant, hardware, name = selection.variant, selection.hardware, selection.strategy
+    kv = selection.kv_offload or None
+    features = tuple(selection.features)
+    advanced = tuple(advanced_args)
+
+    def key(
+        role: Role,
+        node_count: int,
+        node_rank: int,
+        pool: PoolKey | None,
+        instances: tuple[int, int] | None,
+    ) -> RoleKey:
+        return RoleKey(
+            variant,
+            hardware,
+            name,
+            role,
+            node_count,
+            node_rank,
+            pool,
+            kv,
+            instances,
+            features,
+            modes,
+            advanced,
+        )
+
     if deploy_type == "pd_cluster":
         if selection.pd is None:
             raise UsageError("a pd_cluster selection needs prefill and decode pools")
@@ -778,82 +792,26 @@ def role_keys(
         for role in PD_ROLES:
             pool = selection.pd.prefill if role == "prefill" else selection.pd.decode
             for rank in range(pool.nodes):
-                keys.append(
-                    RoleKey(
-                        role=role,
-                        node_count=1,
-                        node_rank=0,
-                        pool=PoolKey(pool.nodes, rank, pool.parallelism),
-                        kv_instances=None,
-                        **base,  # type: ignore[arg-type]
-                    )
-                )
+                keys.append(key(role, 1, 0, PoolKey(pool.nodes, rank, pool.parallelism), None))
         return keys
     node_count = selection.node_count or 1
     multi = deploy_type == "multi_node" and node_count > 1
-    kv = selection.kv_offload
     if kv and kv in root.kv_store:
         store = root.kv_store[kv]
         count = selection.kv_instances or store.default_instances or 2
         keys = []
         for instance in range(count):
             instances = (count, instance)
-            keys.append(
-                RoleKey(
-                    role="instance",
-                    node_count=node_count,
-                    node_rank=0,
-                    pool=None,
-                    kv_instances=instances,
-                    **base,  # type: ignore[arg-type]
-                )
-            )
+            keys.append(key("instance", node_count, 0, None, instances))
             if multi:
                 for rank in range(1, node_count):
-                    keys.append(
-                        RoleKey(
-                            role="instance_worker",
-                            node_count=node_count,
-                            node_rank=rank,
-                            pool=None,
-                            kv_instances=instances,
-                            **base,  # type: ignore[arg-type]
-                        )
-                    )
+                    keys.append(key("instance_worker", node_count, rank, None, instances))
         return keys
     if multi:
-        keys = [
-            RoleKey(
-                role="head",
-                node_count=node_count,
-                node_rank=0,
-                pool=None,
-                kv_instances=None,
-                **base,  # type: ignore[arg-type]
-            )
+        return [key("head", node_count, 0, None, None)] + [
+            key("worker", node_count, rank, None, None) for rank in range(1, node_count)
         ]
-        for rank in range(1, node_count):
-            keys.append(
-                RoleKey(
-                    role="worker",
-                    node_count=node_count,
-                    node_rank=rank,
-                    pool=None,
-                    kv_instances=None,
-                    **base,  # type: ignore[arg-type]
-                )
-            )
-        return keys
-    return [
-        RoleKey(
-            role="serve",
-            node_count=node_count,
-            node_rank=0,
-            pool=None,
-            kv_instances=None,
-            **base,  # type: ignore[arg-type]
-        )
-    ]
+    return [key("serve", node_count, 0, None, None)]
 
 
 def render(
