@@ -684,10 +684,16 @@
       });
     });
     if (!rows.length) { reverseBody.appendChild(el("p", { cls: "none", text: "No evidence point to show." })); return; }
+    var statusOrder = ["not-expressible", "not-reproduced", "reproduced"];
+    rows = rows.slice().sort(function (a, b) {
+      var sa = statusOrder.indexOf(str(a[3])), sb = statusOrder.indexOf(str(b[3]));
+      var ka = str(a[1]), kb = str(b[1]);
+      return (sa - sb) || (ka < kb ? -1 : ka > kb ? 1 : 0);
+    });
     reverseBody.appendChild(el("table", { cls: "rows" }, [
       el("thead", null, [el("tr", null, ["status", "config key", "record", "PRs and sweep runs", "combinations", "example", "why"].map(function (h) { return el("th", { scope: "col", text: h }); }))]),
       el("tbody", null, rows.map(function (r) {
-        return el("tr", null, [el("td", { text: str(r[3]) }), el("td", null, [el("code", { text: str(r[1]) })]), el("td", null, [recordNode(str(r[0]))]),
+        return el("tr", null, [el("td", { text: str(r[3]) }), el("td", { cls: "key" }, [el("code", { text: str(r[1]) })]), el("td", null, [recordNode(str(r[0]))]),
           el("td", null, prNodes(r[2])), el("td", { text: String(r[4]) }), el("td", null, [str(r[5]) ? el("code", { text: str(r[5]) }) : null]),
           el("td", { text: str(r[6]) })]);
       }))
