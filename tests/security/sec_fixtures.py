@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT / "tests" / "evidence" / "inferencex"))
 
+import yaml  # noqa: E402
 from inferencex_fixtures import (  # noqa: E402  (the extractor tests' toy repository)
     LAUNCH_B300,
     MASTER_DISAGG,
@@ -66,6 +68,35 @@ def toy_repo(root: Path, subject: str = "Add toy configs (#7)") -> RepoBuilder:
     builder = RepoBuilder(root)
     builder.commit(subject, base_files())
     return builder
+
+
+MODEL_FILE = "models/MiniMaxAI/MiniMax-M3.yaml"
+
+
+def reduced_recipes_root(
+    root: Path, *, extra_args: list[str] | None = None, twin_variant: str | None = None
+) -> Path:
+    """The embedded recipes root with MiniMax-M3 cut down to a few combinations.
+
+    Only the nvfp4 variant (plus, optionally, a twin under another name), on b300,
+    single_node_tp, no features: fast to audit and cite in every format.
+    """
+    shutil.copytree(REPO_ROOT / "recipes", root)
+    path = root / MODEL_FILE
+    data = yaml.safe_load(path.read_text())
+    nvfp4 = data["variants"]["nvfp4"]
+    nvfp4["extra_args"] += extra_args or []
+    nvfp4["supported_hardware"] = ["b300"]
+    data["variants"] = {"nvfp4": nvfp4}
+    if twin_variant:
+        data["variants"][twin_variant] = dict(nvfp4)
+    data["compatible_strategies"] = ["single_node_tp"]
+    data["opt_in_features"] = []
+    data["features"] = {}
+    data.pop("strategy_overrides", None)
+    data["meta"]["hardware"] = {"b300": "verified"}
+    path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False))
+    return root
 
 
 def tree_state(*roots: Path) -> dict[str, str]:

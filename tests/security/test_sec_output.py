@@ -15,23 +15,20 @@ from __future__ import annotations
 import io
 import json
 import re
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from click.testing import CliRunner
 from sec_fixtures import (
     LAUNCH_B300,
     LAUNCHER,
     MASTER,
-    REPO_ROOT,
     RUNNERS,
     RUNNERS_PATH,
     RepoBuilder,
+    reduced_recipes_root,
 )
 
 from provenance.audit.model import AuditReport
@@ -49,7 +46,6 @@ HOSTILE = (
 HOSTILE_RECIPE = "<script>alert(2)</script>@octocat ``x`` |\x1b[31m\u2066rtl"
 HOSTILE_VARIANT = "nv<b>@here"
 SCRIPT = "benchmarks/single_node/fixed_seq_len/minimaxm3_fp4_b300.sh"
-MODEL_FILE = "models/MiniMaxAI/MiniMax-M3.yaml"
 MASTER_M3 = """\
 minimaxm3-fp4-b300-vllm:
   image: vllm/vllm-openai:minimax-m3
@@ -80,21 +76,6 @@ def _script(value: str) -> str:
     )
 
 
-def _reduced_recipe(path: Path) -> None:
-    """MiniMax-M3 with the nvfp4 variant only (plus a hostile twin), single_node_tp, b300."""
-    data = yaml.safe_load(path.read_text())
-    nvfp4 = data["variants"]["nvfp4"]
-    nvfp4["extra_args"] += ["--hostile-note", HOSTILE_RECIPE]
-    nvfp4["supported_hardware"] = ["b300"]
-    data["variants"] = {"nvfp4": nvfp4, HOSTILE_VARIANT: dict(nvfp4)}
-    data["compatible_strategies"] = ["single_node_tp"]
-    data["opt_in_features"] = []
-    data["features"] = {}
-    data.pop("strategy_overrides", None)
-    data["meta"]["hardware"] = {"b300": "verified"}
-    path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False))
-
-
 @dataclass
 class Outputs:
     terminal: dict[str, str]
@@ -113,9 +94,11 @@ def _invoke(args: list[str]) -> str:
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outputs]:
     tmp = tmp_path_factory.mktemp("hostile-output")
-    recipes = tmp / "recipes"
-    shutil.copytree(REPO_ROOT / "recipes", recipes)
-    _reduced_recipe(recipes / MODEL_FILE)
+    recipes = reduced_recipes_root(
+        tmp / "recipes",
+        extra_args=["--hostile-note", HOSTILE_RECIPE],
+        twin_variant=HOSTILE_VARIANT,
+    )
     builder = RepoBuilder(tmp / "inferencex")
     title = HOSTILE.replace("\n", " ")
     builder.commit(
