@@ -395,6 +395,17 @@ def test_merge_rule_combines_json_and_dotted_in_order() -> None:
     assert later_json == FlagSet({"attention_config.backend": "B"})
 
 
+def test_short_and_long_dotted_spellings_merge_in_merge_mode() -> None:
+    argv = ["-cc.mode", "3", "--compilation_config.cudagraph_mode", "PIECEWISE"]
+    assert normalise_argv(argv, merge=ConfigMerge.MERGE).flags == FlagSet(
+        {"compilation_config.mode": "3", "compilation_config.cudagraph_mode": "PIECEWISE"}
+    )
+    same_spelling = ["-cc.mode", "3", "-cc.cudagraph_mode", "PIECEWISE"]
+    assert (
+        normalise_argv(same_spelling).flags == normalise_argv(argv, merge=ConfigMerge.MERGE).flags
+    )
+
+
 def test_dotted_replaces_plain_scalar_of_same_flag() -> None:
     assert flags(
         "--compilation-config", '{"mode": 3}', "-cc.cudagraph_mode", "PIECEWISE"
@@ -530,6 +541,11 @@ BAD_ARGV: list[tuple[str, list[str], str]] = [
     ("space-in-mapping-key", ["--Max Model"], "not a flag name"),
     ("served-model-name-empty", ["--served-model-name"], "at least one"),
     ("bool-flag-then-extra-positional", [MODEL, "--trust-remote-code", "yes"], "yes"),
+    (
+        "short-and-long-dotted-mixed",
+        ["-cc.mode", "3", "--compilation-config.cudagraph_mode", "PIECEWISE"],
+        "-cc.* and --compilation-config.*",
+    ),
 ]
 
 

@@ -657,7 +657,7 @@ def _shell_words(arg: str) -> list[str]:
 
 
 def _argv_occurrences(
-    argv: Sequence[str], source: str | None
+    argv: Sequence[str], source: str | None, merge: ConfigMerge
 ) -> tuple[list[_Occurrence], _Identity]:
     tokens: list[str] = []
     for index, arg in enumerate(argv):
@@ -674,6 +674,8 @@ def _argv_occurrences(
     identity = _Identity()
     occurrences: list[_Occurrence] = []
     positionals: list[str] = []
+    short_dotted: dict[str, str] = {}
+    long_dotted: set[str] = set()
     i = 0
     while i < len(tokens):
         arg = tokens[i]
@@ -682,6 +684,8 @@ def _argv_occurrences(
             raise _error("a bare '--' (end of options) is not supported", source, key_path=where)
         if arg.startswith("--"):
             head, eq, inline = arg.partition("=")
+            if "." in head:
+                long_dotted.add(canonical_flag_name(head.partition(".")[0], source=source))
             i = _read_long_option(
                 tokens, i, head, inline if eq else None, occurrences, identity, source
             )
@@ -700,6 +704,8 @@ def _argv_occurrences(
                     + "; write other options in their long form (-O depends on the vLLM version)",
                 )
             long_head = f"--{long_name}" + (dot + rest if dot else "")
+            if dot:
+                short_dotted[long_name] = base
             i = _read_long_option(
                 tokens, i, long_head, inline if eq else None, occurrences, identity, source
             )
@@ -707,6 +713,15 @@ def _argv_occurrences(
         positionals.append(arg)
         i += 1
 
+    mixed = sorted(set(short_dotted) & long_dotted)
+    if mixed and merge is ConfigMerge.VLLM:
+        name = mixed[0]
+        raise _error(
+            f"dotted {short_dotted[name]}.* and --{name.replace('_', '-')}.* options are mixed",
+            source,
+            hint="vLLM merges each spelling separately and keeps only one of the two objects; "
+            "write one spelling (or normalise with merge=ConfigMerge.MERGE to see the intent)",
+        )
     if positionals:
         if len(positionals) > 1 or identity.model is not None:
             extra = positionals[1:] if identity.model is None else positionals
@@ -827,7 +842,7 @@ def normalise_argv(
     try:
         return _normalise_argv_cached(tuple(argv), env_items, merge, source)
     except TypeError:  # an unhashable env value: normalise without the cache
-        occurrences, identity = _argv_occurrences(argv, source)
+        occurrences, identity = _argv_occurrences(argv, source, merge)
         return identity.command(_flagset(occurrences, env, merge, source))
 
 
@@ -839,7 +854,7 @@ def _normalise_argv_cached(
     source: str | None,
 ) -> NormalisedCommand:
     """Audits normalise the same commands for many combinations; results are frozen."""
-    occurrences, identity = _argv_occurrences(argv, source)
+    occurrences, identity = _argv_occurrences(argv, source, merge)
     env = {name: value for name, _, value in env_items}
     return identity.command(_flagset(occurrences, env, merge, source))
 
