@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from provenance.audit.model import EvidenceRef
 from provenance.audit.scope import Scope, record_scope, same_checkpoint
 from provenance.evidence.record import EvidenceRecord
 from provenance.flags.model import FlagSet
@@ -53,6 +54,7 @@ class IndexedRecord:
     major: Mapping[str, FlagSet]
     prs: tuple[str, ...]
     validated: bool
+    ref: EvidenceRef
 
     @property
     def id(self) -> str:
@@ -105,12 +107,14 @@ class EvidenceGraph:
                 record = record.with_id()
             scope = record_scope(record)
             linked = prs_of.get(record.id, [])
+            prs = tuple(str(e.pr) for e in linked)
             indexed = IndexedRecord(
                 record=record,
                 scope=scope,
                 major={role: major(flags) for role, flags in sorted(record.roles.items())},
-                prs=tuple(str(e.pr) for e in linked),
+                prs=prs,
                 validated=any(e.validated for e in linked),
+                ref=EvidenceRef(record=record.id, prs=prs),
             )
             graph.records[record.id] = indexed
             by_scope[scope].append(indexed)

@@ -76,7 +76,8 @@ def _pr_sort_key(pr: str) -> tuple[str, int]:
 
 
 def evidence_ref(record: IndexedRecord) -> EvidenceRef:
-    return EvidenceRef(record=record.id, prs=record.prs)
+    """The shared reference to ``record`` (one object per record, not per use)."""
+    return record.ref
 
 
 @dataclass(frozen=True, eq=False)
