@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -11,8 +13,14 @@ from typing import Any
 import pytest
 from ledger_factories import make_entry, make_record
 
-from provenance.ledger.atomic import atomic_write_bytes, ensure_directory, is_temp_name
+from provenance.ledger.atomic import (
+    atomic_write_bytes,
+    ensure_directory,
+    is_temp_name,
+    remove_stale_temp_files,
+)
 from provenance.ledger.ledger_dir import Ledger
+from provenance.ledger.lock import writer_lock
 from provenance.ledger.store import EvidenceStore
 
 _OPS = ("open", "write", "fsync", "close", "replace", "mkdir")
@@ -169,3 +177,26 @@ def test_interrupted_record_put_leaves_store_consistent(
 
     steps = _interrupt_every_step(monkeypatch, lambda: store.put(record), check)
     assert steps >= 8
+
+
+def test_stale_temp_files_of_dead_writers_are_removed(tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / "ab" / f".cd.json.{dead.pid}.0123abcd.tmp"
+    live = tmp_path / "ab" / f".ef.json.{os.getpid()}.0123abcd.tmp"
+    foreign = tmp_path / ".notes.tmp"
+    stale.parent.mkdir()
+    for path in (stale, live, foreign):
+        path.write_text("{half")
+    assert remove_stale_temp_files(tmp_path) == [stale]
+    assert live.exists() and foreign.exists() and not stale.exists()
+
+
+def test_taking_the_lock_cleans_the_ledger(tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / "prs" / f".a__b__1.yaml.{dead.pid}.00000000.tmp"
+    stale.parent.mkdir()
+    stale.write_text("schema: provenance.ledger.pr/v1\npr: {repo: a/b, numb")
+    with writer_lock(tmp_path):
+        assert not stale.exists()

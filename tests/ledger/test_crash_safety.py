@@ -24,6 +24,7 @@ from conftest import Workspace
 
 from provenance.cli.main import cli
 from provenance.errors import EXIT_OK
+from provenance.ledger.lock import writer_lock
 from provenance.ledger.model import PrRef
 from provenance.ledger.verify import verify
 
@@ -116,13 +117,18 @@ def test_sigkill_at_random_points_loses_nothing(workspace: Workspace, tmp_path: 
     written = assert_nothing_lost(workspace, log)
     assert kills == ITERATIONS
     assert written > 0
+    leftovers = len(workspace.store.leftover_temp_files())
+    workspace.store.remove_stale_temp_files()  # every writer is dead: all are stale
+    assert workspace.store.leftover_temp_files() == []
+    with writer_lock(workspace.ledger_root):  # the next writer cleans the ledger
+        assert not any(p.name.endswith(".tmp") for p in workspace.ledger_root.rglob("*"))
     ledger, evidence = str(workspace.ledger_root), str(workspace.evidence_root)
     result = CliRunner().invoke(cli, ["verify", "--ledger", ledger, "--evidence", evidence])
     assert result.exit_code == EXIT_OK, result.output
     print(  # figures for the report (pytest -s)
         f"\ncrash-safety: {kills} SIGKILLs survived, {written} logged writes, 0 records lost, "
         f"{len(workspace.store.ids())} records stored, "
-        f"{len(workspace.store.leftover_temp_files())} leftover temp files"
+        f"{leftovers} leftover temp files (removed)"
     )
 
 

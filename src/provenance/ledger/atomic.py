@@ -30,6 +30,42 @@ def is_temp_name(name: str) -> bool:
     return name.startswith(".") and name.endswith(TEMP_SUFFIX)
 
 
+def _writer_alive(name: str) -> bool:
+    """Whether the process that created temp file ``name`` may still be writing it."""
+    parts = name.split(".")
+    # .<target name>.<pid>.<random>.tmp -> [..., pid, random, "tmp"]
+    try:
+        pid = int(parts[-3])
+    except (IndexError, ValueError):
+        return True  # not ours: leave it alone
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temp_files(directory: Path) -> list[Path]:
+    """Delete temp files under ``directory`` whose writer process no longer exists.
+
+    Safe beside live writers: a temp file is only removed when the pid in its
+    name is not a running process. Returns the files removed.
+    """
+    if not directory.is_dir():
+        return []
+    removed = []
+    for path in sorted(directory.rglob(f".*{TEMP_SUFFIX}")):
+        if path.is_file() and is_temp_name(path.name) and not _writer_alive(path.name):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
 def fsync_directory(directory: Path) -> None:
     """Flush a directory entry change (create, rename) to disk."""
     fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))

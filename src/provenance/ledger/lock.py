@@ -5,8 +5,10 @@ kernel releases it when the holder exits or is killed, so a crashed writer
 never leaves the ledger locked. The holder writes its pid, host and start time
 into the file so that a waiting writer can say who holds it.
 
-The lock is *not* re-entrant: take it once around a whole write operation
-(ingest, add-sweep), and call the store and ledger writers inside it.
+Taking the lock also deletes temporary files left in the ledger by writers
+that were killed mid-write. The lock is *not* re-entrant: take it once around
+a whole write operation (ingest, add-sweep), and call the store and ledger
+writers inside it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from provenance.errors import LockedError
-from provenance.ledger.atomic import ensure_directory
+from provenance.ledger.atomic import ensure_directory, remove_stale_temp_files
 
 LOCK_NAME = ".lock"
 _POLL_SECONDS = 0.05
@@ -66,6 +68,8 @@ def writer_lock(ledger_root: Path, *, timeout: float = 10.0) -> Iterator[Path]:
                         hint="wait for the other ingest or add-sweep to finish, then retry",
                     ) from None
                 time.sleep(_POLL_SECONDS)
+        # Temp files of writers that died mid-write are garbage now.
+        remove_stale_temp_files(ledger_root)
         stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from provenance.errors import IntegrityError
 from provenance.evidence.record import EvidenceRecord, canonical_json
-from provenance.ledger.atomic import atomic_write_bytes, is_temp_name
+from provenance.ledger.atomic import atomic_write_bytes, is_temp_name, remove_stale_temp_files
 
 ID_PREFIX = "sha256:"
 #: Largest record file read. Real records are a few KiB; a file over this is
@@ -205,6 +205,10 @@ class EvidenceStore:
         if not self.root.is_dir():
             return []
         return sorted(p for p in self.root.rglob("*") if p.is_file() and is_temp_name(p.name))
+
+    def remove_stale_temp_files(self) -> list[Path]:
+        """Delete temporary files of writers that no longer run (see ``atomic``)."""
+        return remove_stale_temp_files(self.root)
 
     # Internals -------------------------------------------------------------
     @staticmethod
