@@ -140,10 +140,14 @@ def test_json_stream_equals_model_dump(tmp_path: Path) -> None:
 
 def test_text_report_groups_and_counts(tmp_path: Path) -> None:
     report = make_report(tmp_path)
-    output = render(report, "text")
+    out = io.StringIO()
+    text.write(report, out, width=300)
+    output = out.getvalue()
     assert "3 combinations: 1 recommended, 2 guide-only" in output
     assert "single_node_tp" in output and "pd_cluster" in output
-    assert "value-mismatch prefill speculative_config.num_speculative_tokens 3≠1" in output
+    assert (
+        "value-mismatch prefill speculative_config.num_speculative_tokens=3 (evidence 1)" in output
+    )
     assert "b300: verified" in output  # claim
     assert "\x1b" not in output
 

@@ -407,7 +407,12 @@ def _audit(
             auditor.add(selection, result)
         count += auditor.count
         verdicts.extend(auditor.entries())
-        reverse.extend(reverse_entries(auditor, graph, recipe.gpus_per_node))
+        reverse.extend(
+            sorted(
+                reverse_entries(auditor, graph, recipe.gpus_per_node),
+                key=lambda e: (e.config_key, e.record),
+            )
+        )
         claims.extend(
             claims_of(recipe.ref, recipe.verified_hardware, auditor, recipe.hardware_filter)
         )

@@ -18,17 +18,16 @@ def entry_selection_count(entry: VerdictEntry) -> int:
 
 
 def reason_label(reason: Reason) -> str:
-    """``value-mismatch prefill speculative_config.num_speculative_tokens 3≠1``."""
+    """``value-mismatch prefill speculative_config.num_speculative_tokens=3 (evidence 1)``."""
     parts = [str(reason.code)]
     if reason.role:
         parts.append(reason.role)
-    if reason.flag:
-        parts.append(reason.flag)
-    if reason.recipe_value is not None and reason.evidence_value is not None:
-        parts.append(f"{reason.recipe_value}≠{reason.evidence_value}")
-    elif reason.recipe_value is not None:
-        parts.append(f"={reason.recipe_value}")
-    elif reason.evidence_value is not None:
+    flag = reason.flag or ""
+    if reason.recipe_value is not None:
+        flag = f"{flag}={reason.recipe_value}" if flag else reason.recipe_value
+    if flag:
+        parts.append(flag)
+    if reason.evidence_value is not None:
         parts.append(f"(evidence {reason.evidence_value})")
     return " ".join(parts)
 
