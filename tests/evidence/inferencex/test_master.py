@@ -13,6 +13,7 @@ from provenance.evidence.inferencex.master import (
     expand_concurrency,
     hardware_of_runner,
     load_master_configs,
+    narrow_text,
 )
 from provenance.evidence.inferencex.snapshot import Snapshot, open_repo, resolve_commit
 from provenance.safe_yaml import load_yaml_text
@@ -175,3 +176,21 @@ def test_parse_entry_names_file_and_line() -> None:
     with pytest.raises(InputError) as info:
         parse_entry("toy-fp4-b300-vllm", loaded, "0" * 40)
     assert "configs/nvidia-master.yaml:14" in str(info.value)
+
+
+def test_text_prefilter_keeps_lines_and_entries(make_repo: Callable[[], RepoBuilder]) -> None:
+    text = "# header\n" + SINGLE + "\n" + LEGACY
+    narrowed = narrow_text(text, lambda key, prefix: prefix == "toy")
+    assert narrowed is not None and narrowed.count("\n") == text.count("\n")
+    assert "other-fp8-h100-sglang" not in narrowed and "old-fp8-h200-sglang" not in narrowed
+    assert narrow_text(text, lambda key, prefix: True) is None
+    builder = make_repo()
+    builder.commit("add (#1)", {"configs/nvidia-master.yaml": text})
+    snap = _snapshot(builder)
+
+    def wanted(key: str, raw: dict[str, object]) -> bool:
+        return raw.get("model-prefix") == "toy"
+
+    full = load_master_configs(snap, wanted=wanted)
+    fast = load_master_configs(snap, wanted=wanted, prefilter=lambda k, p: p in (None, "toy"))
+    assert fast.entries == full.entries and len(fast.entries) == 1

@@ -569,7 +569,13 @@ def _ingest_commit(
     progress: Progress | None,
 ) -> tuple[list[EvidenceRecord], list[LedgerEntry]]:
     snapshot = Snapshot(repo, commit)
-    masters = load_master_configs(snapshot, wanted=_select(model_prefix, keys))
+    key_ok = glob_filter(keys)
+
+    def prefilter(key: str, prefix: str | None) -> bool:
+        # keep entries whose prefix is not written plainly: ``wanted`` decides those
+        return key_ok(key) and (model_prefix is None or prefix in (None, model_prefix))
+
+    masters = load_master_configs(snapshot, wanted=_select(model_prefix, keys), prefilter=prefilter)
     summary.warnings.extend(masters.warnings)
     summary.commits.append(snapshot.sha)
     entries = list(masters.entries)
