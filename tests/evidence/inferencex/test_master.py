@@ -194,3 +194,5 @@ def test_text_prefilter_keeps_lines_and_entries(make_repo: Callable[[], RepoBuil
     full = load_master_configs(snap, wanted=wanted)
     fast = load_master_configs(snap, wanted=wanted, prefilter=lambda k, p: p in (None, "toy"))
     assert fast.entries == full.entries and len(fast.entries) == 1
+    none = load_master_configs(snap, wanted=wanted, prefilter=lambda k, p: False)
+    assert none.entries == () and none.warnings == ()

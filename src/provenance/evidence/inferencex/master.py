@@ -487,6 +487,8 @@ def load_master_configs(
             continue
         files[path] = sha
         loaded = _load(raw, path, prefilter)
+        if loaded.data is None:
+            continue  # empty, or every entry filtered out
         if not isinstance(loaded.data, Mapping):
             warnings.append(f"{path}: not a mapping of config keys; skipped")
             continue
