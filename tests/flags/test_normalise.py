@@ -321,6 +321,9 @@ def test_explicit_default_false_is_dropped_but_not_for_version_dependent_default
     assert flags("--no-enable-expert-parallel", "--no-trust-remote-code") == FlagSet()
     assert flags("--enable-expert-parallel", "--no-enable-expert-parallel") == FlagSet()
     assert flags("--no-enable-prefix-caching") == FlagSet({"enable_prefix_caching": "false"})
+    assert normalise_argv(["--no-enable-expert-parallel"]).notes == (
+        "enable_expert_parallel=false is vLLM's default: dropped",
+    )
     assert flags("--no-enable-chunked-prefill") == FlagSet({"enable_chunked_prefill": "false"})
 
 
@@ -375,6 +378,9 @@ def test_vllm_rule_dotted_replaces_json_wherever_it_stands() -> None:
     # --attention-config '<json>'; argparse keeps the last value.
     expected = FlagSet({"attention_config.indexer_kv_dtype": "fp8"})
     assert flags(*FP8_B200_MIXED) == expected
+    (note,) = normalise_argv(FP8_B200_MIXED).notes
+    assert "attention_config.backend, attention_config.use_trtllm_attention" in note
+    assert normalise_argv(FP8_B200_MIXED, merge=ConfigMerge.MERGE).notes == ()
     reordered = FP8_B200_MIXED[2:] + FP8_B200_MIXED[:2]
     assert flags(*reordered) == expected
 

@@ -188,6 +188,8 @@ def test_merge_option(tmp_path: Path) -> None:
     ]
     _, vllm_out, _ = invoke("--format", "json", *argv)
     _, merge_out, _ = invoke("--format", "json", "--merge", "merge", *argv)
+    _, text_out, _ = invoke(*argv)
+    assert "note: --attention-config: its dotted options replace its JSON value" in text_out
     keys = [
         {row["key"] for row in json.loads(out)["roles"][0]["flags"]}
         for out in (vllm_out, merge_out)

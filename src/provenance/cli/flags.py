@@ -106,6 +106,8 @@ def render_text(view: FlagsView, *, why: bool) -> None:
             counts[row.flag_class.value] = counts.get(row.flag_class.value, 0) + 1
         summary = ", ".join(f"{n} {cls}" for cls, n in sorted(counts.items()))
         console.print(f"{len(role.flags)} flags ({summary or 'none'})", markup=False)
+        for note in role.notes:
+            console.print(f"note: {note}", markup=False)
         console.print("", markup=False)
 
 

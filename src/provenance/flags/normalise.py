@@ -101,6 +101,9 @@ class NormalisedCommand(BaseModel):
     host: str | None = None
     port: str | None = None
     flags: FlagSet = FlagSet()
+    #: What the normaliser decided that a reader may not expect: values a JSON
+    #: config lost to its dotted options, explicit defaults dropped.
+    notes: tuple[str, ...] = ()
 
     @property
     def model_name(self) -> str | None:
@@ -450,8 +453,10 @@ def _update(original: dict[str, object], update: Mapping[str, object]) -> None:
             original[key] = value
 
 
-def _resolve(occurrences: Iterable[_Occurrence], merge: ConfigMerge) -> dict[str, object]:
-    """Apply last-wins and the dotted/JSON rule; values are final per flag name."""
+def _resolve(
+    occurrences: Iterable[_Occurrence], merge: ConfigMerge
+) -> tuple[dict[str, object], list[str]]:
+    """Apply last-wins and the dotted/JSON rule: final value per flag name, and notes."""
     plain: dict[str, object] = {}
     dotted: dict[str, dict[str, object]] = {}
     merged: dict[str, object] = {}
@@ -486,10 +491,28 @@ def _resolve(occurrences: Iterable[_Occurrence], merge: ConfigMerge) -> dict[str
         else:
             merged[occ.name] = value
     if merge is ConfigMerge.MERGE:
-        return merged
+        return merged, []
     resolved = dict(plain)
     resolved.update(dotted)
-    return resolved
+    notes = [
+        f"--{name.replace('_', '-')}: its dotted options replace its JSON value (as in vLLM); "
+        f"dropped {', '.join(lost)}"
+        for name in sorted(set(plain) & set(dotted))
+        if (lost := _lost_keys(name, plain[name], dotted[name]))
+    ]
+    return resolved, notes
+
+
+def _lost_keys(name: str, replaced: object, kept: dict[str, object]) -> list[str]:
+    """Keys of ``replaced`` (exploded) that ``kept`` does not set."""
+    before: dict[str, str] = {}
+    after: dict[str, str] = {}
+    try:
+        _explode(name, replaced, before, None, from_text=False)
+        _explode(name, kept, after, None, from_text=False)
+    except InputError:
+        return [name]
+    return sorted(set(before) - set(after))
 
 
 def _explode(
@@ -562,19 +585,20 @@ def _flagset(
     env: Mapping[str, object] | None,
     merge: ConfigMerge,
     source: str | None,
-) -> FlagSet:
-    resolved = _resolve(occurrences, merge)
+) -> tuple[FlagSet, tuple[str, ...]]:
+    resolved, notes = _resolve(occurrences, merge)
     text_names = {occ.name for occ in occurrences if occ.from_text and not occ.path}
     out: dict[str, str] = {}
     for name, value in resolved.items():
         _explode(name, value, out, source, from_text=name in text_names)
-    for name in FALSE_BY_DEFAULT:
+    for name in sorted(FALSE_BY_DEFAULT):
         if out.get(name) == "false":
             del out[name]
+            notes.append(f"{name}=false is vLLM's default: dropped")
     for env_name, env_value in (env or {}).items():
         key = _env_key(env_name, source)
         out[key] = _env_value(env_value, key[4:], source)
-    return FlagSet(out)
+    return FlagSet(out), tuple(notes)
 
 
 # ---------------------------------------------------------------------------
@@ -593,13 +617,15 @@ class _Identity:
     host: str | None = None
     port: str | None = None
 
-    def command(self, flags: FlagSet) -> NormalisedCommand:
+    def command(self, result: tuple[FlagSet, tuple[str, ...]]) -> NormalisedCommand:
+        flags, notes = result
         return NormalisedCommand(
             model=self.model,
             served_model_name=self.served_model_name,
             host=self.host,
             port=self.port,
             flags=flags,
+            notes=notes,
         )
 
 

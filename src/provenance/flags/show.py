@@ -61,6 +61,7 @@ class RoleView(BaseModel):
     port: str | None
     flags: list[FlagRow]
     argv: list[str]
+    notes: list[str] = []
 
 
 class FlagsView(BaseModel):
@@ -90,6 +91,7 @@ def _role_view(role: str | None, command: NormalisedCommand, policy: Policy) -> 
         port=command.port,
         flags=rows,
         argv=render_command(command),
+        notes=list(command.notes),
     )
 
 
