@@ -15,7 +15,7 @@ from ledger_factories import PR, make_entry, make_record
 from provenance.cli.main import cli
 from provenance.errors import EXIT_INPUT, EXIT_INTEGRITY, EXIT_OK, EXIT_USAGE
 from provenance.evidence.record import EvidenceRecord
-from provenance.ledger.model import LedgerFile
+from provenance.ledger.model import LedgerFile, PrRef
 from provenance.ledger.verify import Status, VerifyReport, verify
 from provenance.schemas import generate
 
@@ -314,3 +314,20 @@ def test_invalid_declarations_exit_3(workspace: Workspace) -> None:
     result = run_verify(workspace)
     assert result.exit_code == EXIT_INPUT
     assert "declarations.yaml:3" in result.stderr
+
+
+def test_other_repositories_are_not_checked_against_inferencex(
+    workspace: Workspace, checkout: Checkout
+) -> None:
+    populate_from(workspace, checkout)
+    record = make_record(9)
+    foreign = record.model_copy(
+        update={"source": record.source.model_copy(update={"repo": "someone/else"})}
+    )
+    foreign_id, _ = workspace.store.put(foreign)
+    workspace.ledger.write_entry(make_entry((foreign_id,), pr=PrRef(repo="someone/else", number=3)))
+    report = verify(
+        workspace.ledger_root, workspace.evidence_root, checkout.path, reextract=same_record
+    )
+    assert report.ok, report
+    assert any("someone/else" in w for w in report.warnings)

@@ -37,6 +37,8 @@ from provenance.ledger.model import LedgerEntry
 from provenance.ledger.store import EvidenceStore, is_record_id
 
 VERIFY_SCHEMA: Literal["provenance.verify/v1"] = "provenance.verify/v1"
+#: The repository ``--inferencex`` is a checkout of.
+INFERENCEX_REPO = "SemiAnalysisAI/InferenceX"
 
 Reextract = Callable[[EvidenceRecord], EvidenceRecord | None]
 
@@ -385,9 +387,17 @@ def _check_inferencex(
     entries: list[tuple[Path, LedgerEntry]],
     found: _Findings,
 ) -> int:
-    """Blob and re-extraction checks; returns how many records were re-extracted."""
+    """Blob and re-extraction checks; returns how many records were re-extracted.
+
+    Only facts about the InferenceX repository are checked against its
+    checkout; records and entries of other repositories are named in a warning.
+    """
     reextracted = 0
+    elsewhere: set[str] = set()
     for record_id, record in sorted(found.stored.items()):
+        if record.source.repo != INFERENCEX_REPO:
+            elsewhere.add(record.source.repo)
+            continue
         problems = [
             problem
             for file in record.source.files
@@ -406,6 +416,9 @@ def _check_inferencex(
         for problem in problems:
             found.mark_record(record_id, Status.SUSPECT, problem)
     for path, entry in entries:
+        if entry.pr.repo != INFERENCEX_REPO:
+            elsewhere.add(entry.pr.repo)
+            continue
         for file in entry.files:
             if problem := blobs.problem(file.commit, file.path, file.blob_sha):
                 found.mark_entry(path, Status.SUSPECT, problem)
@@ -415,6 +428,10 @@ def _check_inferencex(
                 Status.SUSPECT,
                 f"merge commit {entry.merge_commit} not found in the InferenceX checkout",
             )
+    for repo in sorted(elsewhere):
+        found.warnings.append(
+            f"records or entries from {repo} were not checked against the InferenceX checkout"
+        )
     return reextracted
 
 
