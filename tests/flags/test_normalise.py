@@ -568,6 +568,7 @@ BAD_MAPPINGS: list[tuple[str, dict[object, object], str]] = [
     ("null-value", {"block-size": None}, "block-size"),
     ("negation-false", {"no-enable-prefix-caching": False}, "negation"),
     ("non-string-key", {1: 2}, "1"),
+    ("config-file", {"config": "x.yaml"}, "--config"),
     ("bad-env-name", {"block-size": 1}, "not an environment variable"),
 ]
 

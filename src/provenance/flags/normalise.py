@@ -917,6 +917,12 @@ def _mapping_occurrences(
                 key_path=key_path,
                 hint="write true/false for a boolean flag, or remove the key",
             )
+        if name == "config":
+            raise _error(
+                "a nested --config file cannot be resolved statically",
+                source,
+                key_path=key_path,
+            )
         if name.startswith("no_"):
             if dot or value is not True:
                 raise _error(
