@@ -107,7 +107,7 @@ class EvidenceStore:
         data = record_file_bytes(stamped)
         path = self.path_of(stamped.id)
         try:
-            if path.read_bytes() == data:
+            if path.stat().st_size == len(data) and path.read_bytes() == data:
                 return stamped.id, False
         except FileNotFoundError:
             pass
