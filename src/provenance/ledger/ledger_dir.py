@@ -270,7 +270,7 @@ def _check_declarations(declarations: Declarations, loaded: LoadedYaml) -> None:
 
 def _write_if_changed(path: Path, data: bytes) -> bool:
     try:
-        if path.read_bytes() == data:
+        if path.stat().st_size == len(data) and path.read_bytes() == data:
             return False
     except FileNotFoundError:
         pass
