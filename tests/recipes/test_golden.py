@@ -21,7 +21,7 @@ from recipes_support import (
 
 from provenance.recipes.combination import PdPool, PdSelection, Selection
 from provenance.recipes.enumerate import EnumerationOptions
-from provenance.recipes.loader import RecipesRoot, load_recipe, load_recipes_root
+from provenance.recipes.loader import Recipe, RecipesRoot, load_recipe, load_recipes_root
 from provenance.recipes.records import combination_record, oracle_projection
 from provenance.recipes.synthesis import render
 
@@ -89,12 +89,20 @@ SAMPLE = [
 ]
 
 
+@pytest.fixture(scope="module")
+def minimax_m3(corpus_root: RecipesRoot) -> Recipe:
+    return load_recipe(corpus_root, "MiniMaxAI/MiniMax-M3")
+
+
 @pytest.mark.corpus
 @pytest.mark.parametrize("index", range(len(SAMPLE)))
-def test_sample_records_render_exactly(index: int, corpus_root: RecipesRoot) -> None:
+def test_sample_records_render_exactly(
+    index: int, corpus_root: RecipesRoot, minimax_m3: Recipe
+) -> None:
     """Readable diffs: full oracle records of MiniMax-M3 rendered one by one."""
     record = SAMPLE[index]
-    recipe = load_recipe(corpus_root, record["recipe"])
+    recipe = minimax_m3
+    assert recipe.hf_id == record["recipe"]
     selection = _selection(record["selection"])
     mine = combination_record(recipe.hf_id, selection, render(recipe, corpus_root, selection))
     assert mine == oracle_projection(record)

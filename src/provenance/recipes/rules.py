@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Mapping
 
-from provenance.recipes.hardware import HardwareView, keyed_value
+from provenance.recipes.hardware import HardwareView, hardware_view, keyed_value
 from provenance.recipes.loader import Recipe, RecipesRoot
 from provenance.recipes.schema import (
     Feature,
@@ -226,8 +226,6 @@ def some_variant_runs(root: RecipesRoot, spec: RecipeFile, hw: HardwareView) -> 
 
 
 def list_compatible_hardware(root: RecipesRoot, spec: RecipeFile, variant: Variant) -> list[str]:
-    from provenance.recipes.hardware import hardware_view
-
     out = []
     for hardware_id in root.taxonomy.hardware_profiles:
         hw = hardware_view(root.taxonomy, hardware_id)
