@@ -72,3 +72,14 @@ def test_parse_model_maps_validation_errors_to_lines() -> None:
     loaded = load_yaml_text("name: a\ncount: lots\n", "m.yaml")
     with pytest.raises(InputError, match=r"m.yaml:2 \(count\): Input should be a valid integer"):
         parse_model(_Model, loaded)
+
+
+def test_identical_duplicates_are_tolerated_only_when_asked() -> None:
+    text = "backend:\n  env:\n    X: '1'\n    X: '1'\n"
+    with pytest.raises(InputError, match="duplicate key 'X'"):
+        load_yaml_text(text, "r.yaml")
+    loaded = load_yaml_text(text, "r.yaml", identical_duplicates=True)
+    assert loaded.data == {"backend": {"env": {"X": "1"}}}
+    assert loaded.duplicates == ((("backend", "env", "X"), 4),)
+    with pytest.raises(InputError, match=r"r.yaml:4 \(backend.env.X\): duplicate key"):
+        load_yaml_text(text.replace("X: '1'\n", "X: '2'\n", 1), "r.yaml", identical_duplicates=True)

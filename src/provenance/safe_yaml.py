@@ -64,6 +64,9 @@ class LoadedYaml:
     path: str
     data: Any
     lines: dict[KeyPath, int] = field(default_factory=dict)
+    #: Duplicate keys that were tolerated because both values were identical
+    #: (only with ``identical_duplicates=True``): ``(key path, line)``.
+    duplicates: tuple[tuple[KeyPath, int], ...] = ()
 
     def line_of(self, key_path: Sequence[str | int]) -> int | None:
         """Line of ``key_path``, or of its nearest ancestor that has one."""
@@ -113,10 +116,12 @@ class _BoundedLoader(yaml.SafeLoader):
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         # SafeConstructor lets Python's own errors escape for some scalars
-        # (``2020-13-45`` as a timestamp, a 5000-digit int, ``!!float x``).
+        # (``2020-13-45`` as a timestamp, a 5000-digit int, ``!!float x``, …).
         try:
             return super().construct_object(node, deep)
-        except (ValueError, TypeError, OverflowError) as exc:
+        except (ValueError, TypeError, OverflowError, IndexError, KeyError, AttributeError) as exc:
+            # (``!!float`` with no value: IndexError; ``!!bool x``: KeyError;
+            # ``!!timestamp x``: AttributeError)
             raise _LimitExceededError(
                 f"invalid YAML value {_short(node)} for {node.tag.rsplit(':', 1)[-1]} "
                 f"({str(exc).split(':', 1)[0]})",
@@ -154,6 +159,33 @@ def _decode(raw: bytes, path: str) -> str:
         ) from None
 
 
+def _same_node(left: yaml.Node, right: yaml.Node) -> bool:
+    """Structural equality of two composed nodes (tag and value, recursively)."""
+    if type(left) is not type(right) or left.tag != right.tag:
+        return False
+    if isinstance(left, yaml.ScalarNode):
+        return bool(left.value == right.value)
+    if isinstance(left, yaml.SequenceNode):
+        return len(left.value) == len(right.value) and all(
+            _same_node(a, b) for a, b in zip(left.value, right.value, strict=True)
+        )
+    if isinstance(left, yaml.MappingNode):
+        return len(left.value) == len(right.value) and all(
+            _same_node(ak, bk) and _same_node(av, bv)
+            for (ak, av), (bk, bv) in zip(left.value, right.value, strict=True)
+        )
+    return False
+
+
+@dataclass
+class _WalkState:
+    lines: dict[KeyPath, int]
+    path: str
+    seen: set[int]
+    identical_duplicates: bool = False
+    duplicates: list[tuple[KeyPath, int]] = field(default_factory=list)
+
+
 def _walk(
     node: yaml.Node,
     key_path: KeyPath,
@@ -161,6 +193,7 @@ def _walk(
     lines: dict[KeyPath, int],
     path: str,
     seen: set[int],
+    state: _WalkState | None = None,
 ) -> None:
     if depth > MAX_DEPTH:
         raise InputError(
@@ -176,9 +209,10 @@ def _walk(
     seen.add(id(node))
     if isinstance(node, yaml.MappingNode):
         keys: dict[object, int] = {}
+        values: dict[object, yaml.Node] = {}
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
-                _walk(value_node, key_path, depth + 1, lines, path, seen)
+                _walk(value_node, key_path, depth + 1, lines, path, seen, state)
                 continue
             if not isinstance(key_node, yaml.ScalarNode):
                 raise InputError(
@@ -189,6 +223,11 @@ def _walk(
                 )
             key = key_node.value
             line = key_node.start_mark.line + 1
+            if key in keys and state is not None and state.identical_duplicates:
+                first = values[key]
+                if _same_node(first, value_node):
+                    state.duplicates.append(((*key_path, key), line))
+                    continue
             if key in keys:
                 raise InputError(
                     f"duplicate key {key!r} (first defined on line {keys[key]})",
@@ -197,12 +236,13 @@ def _walk(
                     key_path=format_key_path((*key_path, key)),
                 )
             keys[key] = line
+            values[key] = value_node
             child = (*key_path, key)
             lines[child] = line
-            _walk(value_node, child, depth + 1, lines, path, seen)
+            _walk(value_node, child, depth + 1, lines, path, seen, state)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            _walk(item, (*key_path, index), depth + 1, lines, path, seen)
+            _walk(item, (*key_path, index), depth + 1, lines, path, seen, state)
 
 
 def _check_expanded_size(root: yaml.Node, path: str) -> None:
@@ -240,8 +280,14 @@ def _check_expanded_size(root: yaml.Node, path: str) -> None:
         )
 
 
-def load_yaml_text(text: str, path: str) -> LoadedYaml:
-    """Parse one YAML document from ``text``; ``path`` is used in diagnostics only."""
+def load_yaml_text(text: str, path: str, *, identical_duplicates: bool = False) -> LoadedYaml:
+    """Parse one YAML document from ``text``; ``path`` is used in diagnostics only.
+
+    ``identical_duplicates=True`` tolerates a repeated key whose value is identical to
+    the first one (real InferenceX recipes contain such repeats; the meaning is not in
+    doubt). The repeats are listed in ``LoadedYaml.duplicates``. A repeated key with a
+    different value is always an error.
+    """
     if len(text.encode("utf-8", "surrogatepass")) > MAX_YAML_BYTES:
         raise InputError(f"YAML file larger than {MAX_YAML_BYTES} bytes", path=path)
     try:
@@ -258,10 +304,13 @@ def load_yaml_text(text: str, path: str) -> LoadedYaml:
         lines: dict[KeyPath, int] = {}
         if node is None:
             return LoadedYaml(path=path, data=None, lines=lines)
-        _walk(node, (), 0, lines, path, set())
+        duplicates: tuple[tuple[KeyPath, int], ...] = ()
+        state = _WalkState(lines, path, set(), identical_duplicates)
+        _walk(node, (), 0, lines, path, state.seen, state)
         if loader.alias_count:
             _check_expanded_size(node, path)
         data = loader.construct_document(node)
+        duplicates = tuple(state.duplicates)
     except _LimitExceededError as exc:
         line = exc.mark.line + 1 if exc.mark else None
         raise InputError(exc.message, path=path, line=line) from None
@@ -270,7 +319,10 @@ def load_yaml_text(text: str, path: str) -> LoadedYaml:
         line = mark.line + 1 if mark else None
         problem = exc.problem or exc.context or "unparsable YAML"
         if isinstance(exc, yaml.constructor.ConstructorError):
-            problem = f"YAML tag not allowed ({problem})"
+            if "could not determine a constructor" in problem:
+                problem = f"YAML tag not allowed ({problem})"
+            else:
+                problem = f"invalid tagged value ({problem})"
         raise InputError(f"invalid YAML: {problem}", path=path, line=line) from None
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {exc}", path=path) from None
@@ -278,16 +330,16 @@ def load_yaml_text(text: str, path: str) -> LoadedYaml:
         raise InputError(f"YAML nesting deeper than {MAX_DEPTH} levels", path=path) from None
     finally:
         loader.dispose()
-    return LoadedYaml(path=path, data=data, lines=lines)
+    return LoadedYaml(path=path, data=data, lines=lines, duplicates=duplicates)
 
 
-def load_yaml_bytes(raw: bytes, path: str) -> LoadedYaml:
+def load_yaml_bytes(raw: bytes, path: str, *, identical_duplicates: bool = False) -> LoadedYaml:
     """Parse YAML from bytes (for git blobs); enforces the size limit before decoding."""
     if len(raw) > MAX_YAML_BYTES:
         raise InputError(
             f"YAML file is {len(raw)} bytes, over the {MAX_YAML_BYTES}-byte limit", path=path
         )
-    return load_yaml_text(_decode(raw, path), path)
+    return load_yaml_text(_decode(raw, path), path, identical_duplicates=identical_duplicates)
 
 
 def load_yaml(path: str | Path, *, display_path: str | None = None) -> LoadedYaml:
