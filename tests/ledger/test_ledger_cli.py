@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import jsonschema
 import pytest
 from click.testing import CliRunner, Result
 from conftest import Workspace
-from ledger_factories import PR, make_entry
+from ledger_factories import PR, make_entry, make_record
 
 from provenance.cli.main import cli
 from provenance.errors import EXIT_INPUT, EXIT_INTEGRITY, EXIT_OK, EXIT_USAGE
 from provenance.ledger.lock import writer_lock
+from provenance.ledger.model import Declaration, Declarations, SelectionPattern
+from provenance.safe_yaml import load_yaml
 from provenance.schemas import KINDS, generate
 
 HEAD = "0123456789abcdef0123456789abcdef01234567"
@@ -151,8 +154,6 @@ def test_unknown_schema_kind_is_usage_error() -> None:
 
 def test_ledger_files_validate_against_their_schemas(workspace: Workspace) -> None:
     assert add_sweep(workspace, "--eval", "gsm8k=0.9..0.95").exit_code == EXIT_OK
-    from provenance.safe_yaml import load_yaml
-
     (path,) = workspace.ledger.entry_paths()
     jsonschema.validate(
         json.loads(json.dumps(load_yaml(path).data, default=str)), generate("ledger-pr")
@@ -173,3 +174,22 @@ def test_add_sweep_on_a_malformed_entry_exits_3_and_writes_nothing(workspace: Wo
     assert f"{path}:3" in result.stderr and "duplicate key" in result.stderr
     assert path.read_bytes() == before
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+
+
+def test_stored_records_and_declarations_validate_against_their_schemas(
+    workspace: Workspace,
+) -> None:
+    record_id, _ = workspace.store.put(make_record(3))
+    data = json.loads(workspace.store.path_of(record_id).read_bytes())
+    jsonschema.validate(data, generate("evidence-record"))
+    workspace.ledger.write_declarations(
+        Declarations(
+            declarations=(
+                Declaration(
+                    id="d1", match=SelectionPattern(), reason="why", date=dt.date(2026, 11, 30)
+                ),
+            )
+        )
+    )
+    loaded = load_yaml(workspace.ledger.declarations_path).data
+    jsonschema.validate(json.loads(json.dumps(loaded, default=str)), generate("declarations"))
