@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from provenance.errors import InputError
 from provenance.recipes.schema import KvStore, RecipeFile, Strategy, Taxonomy
+from provenance.recipes.yaml12 import check_yaml12_agreement
 from provenance.safe_yaml import LoadedYaml, load_yaml
 
 M = TypeVar("M", bound=BaseModel)
@@ -148,6 +149,8 @@ def _load_mapping(path: Path, shown: str) -> LoadedYaml:
     loaded = load_yaml(path, display_path=shown)
     if not isinstance(loaded.data, dict):
         raise InputError("expected a YAML mapping at the top level", path=shown, line=1)
+    # The site parses YAML 1.2; refuse scalars PyYAML (YAML 1.1) would read differently.
+    check_yaml12_agreement(path.read_bytes().decode("utf-8-sig"), shown)
     return loaded
 
 
