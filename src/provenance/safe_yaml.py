@@ -122,9 +122,12 @@ class _BoundedLoader(yaml.SafeLoader):
         except (ValueError, TypeError, OverflowError, IndexError, KeyError, AttributeError) as exc:
             # (``!!float`` with no value: IndexError; ``!!bool x``: KeyError;
             # ``!!timestamp x``: AttributeError)
+            kind = node.tag.rsplit(":", 1)[-1]
+            why = (
+                str(exc).split(":", 1)[0] if isinstance(exc, ValueError) else f"not a valid {kind}"
+            )
             raise _LimitExceededError(
-                f"invalid YAML value {_short(node)} for {node.tag.rsplit(':', 1)[-1]} "
-                f"({str(exc).split(':', 1)[0]})",
+                f"invalid YAML value {_short(node)} for {kind} ({why})",
                 node.start_mark,
             ) from None
 
