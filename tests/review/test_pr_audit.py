@@ -193,3 +193,46 @@ def test_history_replay_pr682_adds_indexer_to_nvfp4_and_mxfp8(tmp_path: Path) ->
         (o.selection.variant, o.selection.hardware) for o in entry.occurrences
     }
     assert not diff.gate.passed
+
+
+def test_cli_pr_audit_gate_exit_codes_and_formats(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from provenance.cli.main import cli
+
+    repo = _init(tmp_path)
+    work = Path(repo.working_tree_dir)
+    _without_mxfp8_indexer(work / MODEL)
+    base = _commit(repo, "base")
+    shutil.copy(EMBEDDED / MODEL, work / MODEL)
+    head = _commit(repo, "head")
+    ledger = _ledger(tmp_path)
+    common = [
+        "audit", "--repo", str(work), "--base", base, "--head", head,
+        "--ledger", str(ledger), "--evidence", str(tmp_path / "evidence"),
+        "--variant", "mxfp8", "--hardware", "b200", "--features", "none",
+    ]  # fmt: skip
+    runner = CliRunner()
+    result = runner.invoke(cli, [*common, "--format", "markdown"])
+    assert result.exit_code == 1, result.output
+    assert "**gate: FAIL" in result.output
+    assert "`attention_config.indexer_kv_dtype=fp8`" in result.output
+    result = runner.invoke(cli, [*common, "--format", "json"])
+    assert result.exit_code == 1
+    assert '"schema":"provenance.diff/v1"' in result.output.replace(" ", "")
+    _ledger(
+        tmp_path,
+        [
+            {
+                "id": "mxfp8-indexer",
+                "match": {"variant": "mxfp8"},
+                "reason": "acknowledged",
+                "date": "2026-07-27",
+            }
+        ],
+    )
+    result = runner.invoke(cli, [*common, "--format", "text"])
+    assert result.exit_code == 0, result.output
+    assert "gate: PASS" in result.output
+    result = runner.invoke(cli, ["audit", "--repo", str(work), "--base", base])
+    assert result.exit_code == 2 and "--repo, --base and --head go together" in result.output

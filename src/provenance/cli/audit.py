@@ -76,6 +76,27 @@ def _open_output(path: Path | None) -> TextIO:
 @click.option(
     "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write here."
 )
+@click.option(
+    "--repo",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="A recipes git repository: audit what --base..--head changes (read from git).",
+)
+@click.option("--base", default=None, help="Base revision of the PR (with --repo).")
+@click.option("--head", default=None, help="Head revision of the PR (with --repo).")
+@click.option(
+    "--github-pr",
+    default=None,
+    metavar="OWNER/REPO#N",
+    help="Check the PR body cites the evidence behind recommended combinations (needs a token).",
+)
+@click.option("--comment", is_flag=True, help="With --github-pr: create or update one comment.")
+@click.option(
+    "--token-env",
+    default="GITHUB_TOKEN",
+    show_default=True,
+    help="Environment variable holding the GitHub token.",
+)
 def audit(
     recipes: tuple[str, ...],
     recipes_root: Path | None,
@@ -91,30 +112,57 @@ def audit(
     fmt: str,
     strict: bool,
     output: Path | None,
+    repo: Path | None,
+    base: str | None,
+    head: str | None,
+    github_pr: str | None,
+    comment: bool,
+    token_env: str,
 ) -> None:
     """Audit RECIPE(s) (Org/Name or a YAML path; default: every recipe) against the ledger.
 
     Every selectable combination is recommended (one validated evidence point
     has exactly its major flags, per role) or guide-only, with reasons.
+
+    With --repo/--base/--head, audit what a pull request changes instead: both
+    revisions are read from git, and the command exits 1 when the head exposes
+    new or regressed guide-only combinations that no declaration covers.
     """
 
     def action() -> int:
         from provenance.audit.run import AuditFilters, AuditInputs, run_audit
         from provenance.report.formats import write_report
 
+        filters = AuditFilters(
+            variants=_split(variants),
+            hardware=_split(hardware),
+            strategies=_split(strategies),
+            features=features,
+            pd_nodes=pd_nodes,
+            pd_pairing=pd_pairing,
+            kv=kv,
+        )
+        if comment and not github_pr:
+            raise UsageError("--comment needs --github-pr OWNER/REPO#N")
+        if repo is not None or base or head:
+            return _pr_audit(
+                repo,
+                base,
+                head,
+                ledger,
+                evidence,
+                filters,
+                fmt,
+                output,
+                github_pr,
+                comment,
+                token_env,
+            )
         report = run_audit(
             AuditInputs(
                 recipes=recipes, recipes_root=recipes_root, ledger=ledger, evidence=evidence
             ),
-            AuditFilters(
-                variants=_split(variants),
-                hardware=_split(hardware),
-                strategies=_split(strategies),
-                features=features,
-                pd_nodes=pd_nodes,
-                pd_pairing=pd_pairing,
-                kv=kv,
-            ),
+            filters,
         )
         out = _open_output(output)
         try:
@@ -127,6 +175,8 @@ def audit(
         finally:
             if out is not sys.stdout:
                 out.close()
+        if github_pr:
+            _github_check(report, github_pr, comment, token_env)
         if strict and report.summary.undeclared_guide_only:
             click.echo(
                 f"{report.summary.undeclared_guide_only} guide-only combination(s) are not "
@@ -137,6 +187,62 @@ def audit(
         return EXIT_OK
 
     run(action)
+
+
+def _pr_audit(
+    repo: Path | None,
+    base: str | None,
+    head: str | None,
+    ledger: Path | None,
+    evidence: Path | None,
+    filters: Any,
+    fmt: str,
+    output: Path | None,
+    github_pr: str | None,
+    comment: bool,
+    token_env: str,
+) -> int:
+    from provenance.review.pr_audit import PrAuditRequest, run_pr_audit
+    from provenance.review.pr_output import gate_exit_code, write_pr_audit
+
+    if repo is None or not base or not head:
+        raise UsageError("--repo, --base and --head go together")
+    result = run_pr_audit(
+        PrAuditRequest(
+            repo=repo, base=base, head=head, ledger=ledger, evidence=evidence, filters=filters
+        )
+    )
+    out = _open_output(output)
+    try:
+        write_pr_audit(result, fmt, out)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    if github_pr and result.head_report is not None:
+        _github_check(result.head_report, github_pr, comment, token_env)
+    if not result.diff.gate.passed:
+        click.echo(
+            f"gate: {result.diff.gate.blocking} new or regressed guide-only combination(s) "
+            "are not covered by a declaration",
+            err=True,
+        )
+    return gate_exit_code(result)
+
+
+def _github_check(report: Any, github_pr: str, comment: bool, token_env: str) -> None:
+    """Report evidence PRs missing from the PR body; optionally upsert the marked comment."""
+    from provenance.github.pr import evidence_prs, github_pr_report, render_text
+    from provenance.report.markdown import write as write_markdown
+
+    body = None
+    if comment:
+        import io
+
+        buffer = io.StringIO()
+        write_markdown(report, buffer)
+        body = buffer.getvalue()
+    checked = github_pr_report(github_pr, evidence_prs(report), body, token_env=token_env)
+    click.echo(render_text(checked), err=True)
 
 
 def _pool(text: str | None, name: str) -> tuple[int, str] | None:
