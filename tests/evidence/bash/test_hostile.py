@@ -125,3 +125,20 @@ def test_huge_brace_and_loop_ranges_are_not_expanded() -> None:
     script = "for i in {1..100000000}; do X=$i; done\nvllm serve m {1..99999999}\n"
     result = evaluate_launcher(script, PATH, {})
     assert result.argv == ["vllm", "serve", "m", "<unevaluated:brace-expansion>"]
+
+
+@pytest.mark.parametrize("script", ["{\U000c8af2", "x=a{\U000e0000}", "echo {1..2\U0010ffff}"])
+def test_parser_crashing_characters_are_refused_before_parsing(script: str) -> None:
+    # tree-sitter-bash calls C isdigit() on these; evaluating them must not crash.
+    with pytest.raises(InputError, match="right after"):
+        evaluate_launcher(script, PATH, {})
+
+
+def test_non_latin_text_elsewhere_is_fine() -> None:
+    script = 'echo "✓ {é} 🚀"  # ≥ — ok\nvllm serve "m🚀"\n'
+    assert evaluate_launcher(script, PATH, {}).argv == ["vllm", "serve", "m🚀"]
+
+
+def test_lone_surrogate_is_an_input_error() -> None:
+    with pytest.raises(InputError, match="Unicode"):
+        evaluate_launcher("X=\ud800\nvllm serve m\n", PATH, {})

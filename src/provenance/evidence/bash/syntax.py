@@ -15,8 +15,9 @@ refused the same way, before any evaluation.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Final
 
 import tree_sitter
@@ -30,6 +31,13 @@ MAX_TREE_DEPTH: Final = 120
 Node = tree_sitter.Node
 
 
+# tree-sitter-bash's brace scanner calls C ``isdigit()`` on the character after
+# ``{`` (and after ``{N..``); for code points above 0xFF that reads outside the
+# C library's table and can crash the process. Such scripts are refused.
+_UNSAFE_AFTER_BRACE: Final = re.compile(r"\{[0-9]*(?:\.\.[0-9]*)?[^\x00-\xff]")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
 @cache
 def _parser() -> tree_sitter.Parser:
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
@@ -39,6 +47,7 @@ def _parser() -> tree_sitter.Parser:
 class ParsedScript:
     path: str
     source: bytes
+    tree: tree_sitter.Tree  # kept alive for as long as its nodes are used
     root: Node
 
 
@@ -53,10 +62,35 @@ def node_text(node: Node) -> str:
 
 
 def parse_script(script: str, path: str) -> ParsedScript:
-    """Parse ``script``; raise ``InputError`` (with path and line) if it is not bash we can read."""
+    """Parse ``script``; raise ``InputError`` (with path and line) if it is not bash we can read.
+
+    Parses are cached (a launcher is evaluated once per search-space point);
+    syntax trees are immutable, so sharing them is safe.
+    """
+    return _parse_cached(script, path)
+
+
+@lru_cache(maxsize=64)
+def _parse_cached(script: str, path: str) -> ParsedScript:
     if "\x00" in script:
         raise InputError("script contains a NUL byte", path=path, line=_line_at(script, "\x00"))
-    source = script.encode("utf-8", errors="surrogateescape")
+    surrogate = _SURROGATE.search(script)
+    if surrogate is not None:
+        raise InputError(
+            "script is not valid Unicode text (lone surrogate)",
+            path=path,
+            line=script[: surrogate.start()].count("\n") + 1,
+        )
+    unsafe = _UNSAFE_AFTER_BRACE.search(script)
+    if unsafe is not None:
+        raise InputError(
+            f"character U+{ord(unsafe.group(0)[-1]):04X} right after '{{' is not supported",
+            path=path,
+            line=script[: unsafe.start()].count("\n") + 1,
+            hint="tree-sitter-bash passes it to C isdigit(), which is undefined (and can crash) "
+            "for characters above U+00FF",
+        )
+    source = script.encode("utf-8")
     if len(source) > MAX_SCRIPT_BYTES:
         raise InputError(
             f"script is {len(source)} bytes, above the {MAX_SCRIPT_BYTES}-byte limit",
@@ -65,7 +99,7 @@ def parse_script(script: str, path: str) -> ParsedScript:
     tree = _parser().parse(source)
     root = tree.root_node
     _check_tree(root, path)
-    return ParsedScript(path=path, source=source, root=root)
+    return ParsedScript(path=path, source=source, tree=tree, root=root)
 
 
 def _line_at(script: str, needle: str) -> int:
