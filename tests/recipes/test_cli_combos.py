@@ -82,3 +82,24 @@ def test_default_recipes_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     result = CliRunner().invoke(cli, ["combos", "Toy/Toy-1"])
     assert result.exit_code == EXIT_USAGE
     assert "no recipes root: the current directory has no taxonomy.yaml" in result.output
+
+
+def test_kv_instances_and_exact_feature_order() -> None:
+    result = CliRunner().invoke(
+        cli,
+        [
+            *ARGS,
+            *("--variant", "default", "--hardware", "bw8", "--strategy", "single_node_tp"),
+            *("--kv", "kv_store_toy", "--kv-instances", "3"),
+            *("--features-exact", "reasoning,tools"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in result.output.splitlines()]
+    assert [r["selection"]["kv_instances"] for r in records] == [None, 3]
+    mooncake = records[1]["result"]["roles"]
+    assert [(r["role"], r["instance"]) for r in mooncake] == [("instance", i) for i in range(3)]
+    argv = records[0]["result"]["roles"][0]["argv"]
+    assert argv.index("--reasoning-parser") < argv.index("--tool-call-parser")
+    bad = CliRunner().invoke(cli, [*ARGS, "--kv-instances", "0"])
+    assert bad.exit_code == EXIT_USAGE

@@ -11,6 +11,7 @@ from typing import Literal
 import click
 
 from provenance.cli.runner import run
+from provenance.errors import UsageError
 from provenance.recipes.combination import Combination
 from provenance.recipes.combos import CombosRequest, list_combinations
 from provenance.recipes.enumerate import EnumerationOptions
@@ -22,6 +23,21 @@ def _split(value: str | None) -> tuple[str, ...] | None:
         return None
     items = tuple(part.strip() for part in value.split(",") if part.strip())
     return items or None
+
+
+def _instances(value: str) -> tuple[int, ...] | None:
+    if value.strip() in ("", "default"):
+        return None
+    counts = []
+    for part in value.split(","):
+        try:
+            count = int(part)
+        except ValueError:
+            count = 0
+        if not 1 <= count <= 16:
+            raise UsageError(f"--kv-instances: {part.strip()!r} is not an integer in 1..16")
+        counts.append(count)
+    return tuple(counts)
 
 
 def write_jsonl(combinations: Iterable[Combination]) -> int:
@@ -137,6 +153,17 @@ def run_combos(request: CombosRequest, output_format: Literal["jsonl", "table"])
     help="KV offload row: off, all, or a comma list of option / Mooncake topology ids.",
 )
 @click.option(
+    "--kv-instances",
+    default="default",
+    show_default=True,
+    help="Mooncake instance counts: 'default' (the topology's) or a comma list of 1-16.",
+)
+@click.option(
+    "--features-exact",
+    default=None,
+    help="Render exactly this ordered feature list (argv order follows it).",
+)
+@click.option(
     "--format",
     "output_format",
     type=click.Choice(["jsonl", "table"]),
@@ -153,23 +180,33 @@ def combos(
     pd_nodes: str,
     pd_pairing: Literal["joint", "star"],
     kv: str,
+    kv_instances: str,
+    features_exact: str | None,
     output_format: Literal["jsonl", "table"],
 ) -> None:
     """List every selectable combination of RECIPE (Org/Name or a YAML path) with argv and env.
 
     The jsonl records carry the same selection and result as the recipes-oracle's output.
     """
-    request = CombosRequest(
-        recipe=recipe,
-        recipes_root=recipes_root,
-        options=EnumerationOptions(
-            variants=_split(variants),
-            hardware=_split(hardware),
-            strategies=_split(strategies),
-            features=features,
-            pd_nodes=pd_nodes,
-            pd_pairing=pd_pairing,
-            kv=kv.strip() or "off",
-        ),
+    run(
+        lambda: run_combos(
+            CombosRequest(
+                recipe=recipe,
+                recipes_root=recipes_root,
+                options=EnumerationOptions(
+                    variants=_split(variants),
+                    hardware=_split(hardware),
+                    strategies=_split(strategies),
+                    features=features,
+                    features_exact=(
+                        tuple(_split(features_exact) or ()) if features_exact is not None else None
+                    ),
+                    pd_nodes=pd_nodes,
+                    pd_pairing=pd_pairing,
+                    kv=kv.strip() or "off",
+                    kv_instances=_instances(kv_instances),
+                ),
+            ),
+            output_format,
+        )
     )
-    run(lambda: run_combos(request, output_format))
