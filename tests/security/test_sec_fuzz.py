@@ -16,10 +16,12 @@ deadline bounds the time of each input.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from datetime import timedelta
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,6 +43,7 @@ from provenance.evidence.bash import Limits, evaluate_launcher
 from provenance.evidence.inferencex.master import parse_entry
 from provenance.evidence.inferencex.srt_slurm import load_recipe_bytes
 from provenance.flags.normalise import normalise_argv, normalise_mapping
+from provenance.recipes.loader import load_recipe, load_recipes_root
 from provenance.safe_yaml import load_yaml_bytes
 
 EXAMPLES = int(os.environ.get("PROVENANCE_FUZZ_EXAMPLES", "200"))
@@ -178,6 +181,20 @@ def test_yaml_mutated_fixtures(raw: bytes) -> None:
     _check_yaml(raw)
 
 
+@cache
+def _recipes_root() -> Any:
+    return load_recipes_root(REPO_ROOT / "recipes")
+
+
+@FUZZ
+@given(mutated(_own_yaml_seeds()[3:4], YAML_TOKENS))
+def test_recipe_loader_mutated_recipe(raw: bytes) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "Fuzzed.yaml"
+        path.write_bytes(raw)
+        _documented("recipe", load_recipe, _recipes_root(), path)
+
+
 @pytest.mark.corpus
 def test_yaml_mutated_corpus() -> None:
     seeds = _corpus_yaml_seeds()
@@ -311,6 +328,48 @@ JSON_LIKE = st.recursive(
 )
 def test_normalise_mapping_random(config: dict[str, object], env: dict[str, object]) -> None:
     _documented("normalise-mapping", normalise_mapping, config, env)
+
+
+@cache
+def _vllm_config_seeds() -> list[dict[str, object]]:
+    import yaml
+
+    texts = [RECIPE_4P1D]
+    if CORPUS.is_dir():
+        texts += [p.read_text() for p in sorted(CORPUS.rglob("srt-slurm-recipes/**/*.yaml"))]
+    seeds: list[dict[str, object]] = []
+    for text in texts:
+        data = yaml.safe_load(text)
+        roles = (
+            (data.get("backend") or {}).get("vllm_config") or {} if isinstance(data, dict) else {}
+        )
+        seeds += [dict(config) for config in roles.values() if isinstance(config, dict)]
+    return seeds
+
+
+@st.composite
+def mutated_mapping(draw: st.DrawFn) -> dict[str, object]:
+    config = dict(draw(st.sampled_from(_vllm_config_seeds())))
+    for _ in range(draw(st.integers(min_value=1, max_value=4))):
+        keys = sorted(config)
+        kind = draw(st.sampled_from(["set", "delete", "rename", "add"]))
+        if kind == "add" or not keys:
+            config[draw(st.sampled_from(FLAG_WORDS)).lstrip("-")] = draw(JSON_LIKE)
+            continue
+        key = draw(st.sampled_from(keys))
+        if kind == "set":
+            config[key] = draw(st.one_of(JSON_LIKE, st.sampled_from(FLAG_WORDS)))
+        elif kind == "delete":
+            del config[key]
+        else:
+            config[draw(st.text(max_size=12))] = config.pop(key)
+    return config
+
+
+@FUZZ
+@given(mutated_mapping())
+def test_normalise_mapping_mutated_srt_slurm_configs(config: dict[str, object]) -> None:
+    _documented("normalise-mapping", normalise_mapping, config)
 
 
 # --- static bash evaluator -----------------------------------------------------------
