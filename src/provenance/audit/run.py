@@ -59,11 +59,17 @@ class ResolvedInputs(BaseModel):
 def default_inputs(inputs: AuditInputs) -> ResolvedInputs:
     """Fill in what the command line left out (the one place defaults are decided).
 
-    Recipes root: ``--recipes-root`` else ``./recipes``. Ledger and evidence:
-    ``provenance.ledger.paths.default_dirs()`` (``./ledger``, ``./evidence``).
+    Recipes root: ``--recipes-root`` else the embedded one (``provenance.defaults``).
+    Ledger and evidence: ``provenance.ledger.paths.default_dirs()`` (embedded too).
     With no RECIPE, every ``models/**/*.yaml`` of the recipes root is audited.
     """
-    root = inputs.recipes_root or Path("recipes")
+    if inputs.recipes_root is not None:
+        root = inputs.recipes_root
+    else:
+        from provenance.defaults import data_dirs
+        from provenance.ledger.paths import display_path
+
+        root = display_path(data_dirs().recipes)
     if not (root / "taxonomy.yaml").is_file():
         raise UsageError(
             f"no recipes root at {root} (taxonomy.yaml missing)",

@@ -12,5 +12,21 @@ class LedgerDirs(NamedTuple):
 
 
 def default_dirs() -> LedgerDirs:
-    """Where ``--ledger`` and ``--evidence`` point when not given: ``./ledger``, ``./evidence``."""
-    return LedgerDirs(ledger=Path("ledger"), evidence=Path("evidence"))
+    """Where ``--ledger`` and ``--evidence`` point when not given: the embedded ledger.
+
+    ``./ledger`` and ``./evidence`` when the current directory holds the embedded data
+    (a provenance clone), else the ones beside the package's source
+    (:mod:`provenance.defaults`).
+    """
+    from provenance.defaults import data_dirs
+
+    dirs = data_dirs()
+    return LedgerDirs(ledger=display_path(dirs.ledger), evidence=display_path(dirs.evidence))
+
+
+def display_path(path: Path) -> Path:
+    """Show paths under the current directory relative to it (shorter diagnostics)."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
