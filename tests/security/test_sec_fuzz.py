@@ -40,6 +40,7 @@ from sec_fixtures import (
 
 from provenance.errors import ProvenanceError
 from provenance.evidence.bash import Limits, evaluate_launcher
+from provenance.evidence.bash.evaluator import DEFAULT_LIMITS
 from provenance.evidence.inferencex.master import parse_entry
 from provenance.evidence.inferencex.srt_slurm import load_recipe_bytes
 from provenance.flags.normalise import normalise_argv, normalise_mapping
@@ -436,7 +437,13 @@ BASH_TOKENS = [
     )
 ]
 ENV = {"MODEL": "org/Toy", "TP": "4", "PORT": "8888", "CONC": "4", "ISL": "8192", "OSL": "1024"}
-FUZZ_LIMITS = Limits(max_steps=200_000, max_value_chars=200_000, max_loop_iterations=5_000)
+#: the suite uses smaller budgets to stay fast; the campaign (PROVENANCE_FUZZ_RANDOM) uses
+#: the production limits the ingest runs with
+FUZZ_LIMITS = (
+    DEFAULT_LIMITS
+    if os.environ.get("PROVENANCE_FUZZ_RANDOM")
+    else Limits(max_steps=200_000, max_value_chars=200_000, max_loop_iterations=5_000)
+)
 
 
 def _own_bash_seeds() -> list[bytes]:
