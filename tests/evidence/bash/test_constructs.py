@@ -431,3 +431,57 @@ def test_multiple_serve_commands_are_reported() -> None:
     result = evaluate(script)
     assert result.argv == ["vllm", "serve", "m", "--k", "1"]
     assert constructs(result) == ["multiple-serve"]
+
+
+def test_loop_havoc_covers_variables_set_by_called_functions() -> None:
+    script = (
+        "bump() { COUNT=$((COUNT + 1)); }\n"
+        "COUNT=0\n"
+        "for f in $(ls /models); do bump; done\n"
+        'vllm serve --count "$COUNT"\n'
+    )
+    result = evaluate(script)
+    assert result.argv == ["vllm", "serve", "--count", "<unevaluated:loop>"]
+
+
+@pytest.mark.parametrize(("ep", "aiter"), [("4", "0"), ("1", "1")])
+def test_membership_test_through_printf_grep_pipeline(ep: str, aiter: str) -> None:
+    script = (
+        "ARGS=(--tensor-parallel-size 4)\n"
+        'if [ "$EP_SIZE" -gt 1 ]; then ARGS+=(--enable-expert-parallel); fi\n'
+        "if printf '%s\\n' \"${ARGS[@]}\" | grep -qxF -- '--enable-expert-parallel'; then\n"
+        "  export USE_AITER=0\n"
+        "else\n"
+        "  export USE_AITER=1\n"
+        "fi\n"
+        'vllm serve m "${ARGS[@]}"\n'
+    )
+    result = evaluate(script, EP_SIZE=ep)
+    assert result.env == {"USE_AITER": aiter}
+    assert result.partial == []
+
+
+AGENTIC = r"""
+source "$(dirname "$0")/../../benchmark_lib.sh"
+OFFLOAD=()
+if require_agentic_kv_offload_backend vllm-simple; then
+  export VLLM_USE_SIMPLE_KV_OFFLOAD=1
+  OFFLOAD=(--kv-offloading-size "$TOTAL_CPU_DRAM_GB")
+fi
+vllm serve m ${MAX_MODEL_LEN:+--max-model-len "$MAX_MODEL_LEN"} "${OFFLOAD[@]}"
+"""
+
+
+def test_benchmark_lib_facts_for_agentic_offload_checks() -> None:
+    path = "benchmarks/single_node/agentic/model_fp4_b300.sh"
+    base = {"MAX_MODEL_LEN": "9472", "TOTAL_CPU_DRAM_GB": "512"}
+    dram = evaluate_launcher(
+        AGENTIC, path, {**base, "KV_OFFLOADING": "dram", "KV_OFFLOAD_BACKEND": "vllm-simple"}
+    )
+    assert dram.argv == ["vllm", "serve", "m", "--kv-offloading-size", "512"]
+    assert dram.env == {"VLLM_USE_SIMPLE_KV_OFFLOAD": "1"}
+    assert dram.partial == []
+    none = evaluate_launcher(AGENTIC, path, {**base, "KV_OFFLOADING": "none"})
+    assert none.argv == ["vllm", "serve", "m"]
+    # An invalid offload setting makes the library exit before serving.
+    assert not evaluate_launcher(AGENTIC, path, {**base, "KV_OFFLOADING": "hbm"}).served

@@ -2,17 +2,28 @@
 
 Launchers ``source "$(dirname "$0")/../../benchmark_lib.sh"``. The evaluator
 never reads files itself; when the caller does not pass the helper's text
-(``helpers=``), these facts stand in for it: the variables its top level sets,
-and for each of its functions the global variables it assigns (values known
-only at run time, so they become holes). Functions not listed assign no
-globals. Facts read from the file at InferenceX 843c625 (names only).
+(``helpers=``), these facts stand in for it: the variables its top level sets
+(and its agentic rule: ``MAX_MODEL_LEN`` is unset for agentic callers), for
+each of its functions the global variables it assigns (values known only at
+run time, so they become holes), and the exit-status rules of the KV-offload
+checks launchers branch on. Functions not listed assign no globals. Facts read
+from the file at InferenceX 843c625; for another commit, pass the file's text
+in ``helpers`` to be exact.
 """
 
 from __future__ import annotations
 
-from typing import Final
+import re
+from collections.abc import Callable
+from typing import Final, Literal
 
-from provenance.evidence.bash.values import Var, text_of
+from provenance.evidence.bash.values import Var, known, text_of
+
+# A status rule reads variables through ``Lookup`` (None when unset) and returns
+# the function's status (True/False), "exit" when the function exits the script,
+# or None when it cannot be decided statically.
+Lookup = Callable[[str], "str | None"]
+Status = bool | Literal["exit"] | None
 
 FILE_NAME: Final = "benchmark_lib.sh"
 
@@ -70,8 +81,72 @@ FUNCTION_GLOBALS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
-def apply_top_level(variables: dict[str, Var]) -> None:
-    """The effect of sourcing ``benchmark_lib.sh`` at top level (exports, not by the launcher)."""
+def _kv_offloading(lookup: Lookup) -> str | None:
+    value = lookup("KV_OFFLOADING")
+    return value if value else None
+
+
+def _offload_enabled(args: list[str], lookup: Lookup) -> Status:
+    kv = _kv_offloading(lookup)
+    if kv is None:
+        return "exit"
+    return kv != "none"
+
+
+def _offload_none(args: list[str], lookup: Lookup) -> Status:
+    kv = _kv_offloading(lookup)
+    if kv is None or kv != "none" or lookup("KV_OFFLOAD_BACKEND"):
+        return "exit"
+    return True
+
+
+def _offload_backend(args: list[str], lookup: Lookup) -> Status:
+    kv = _kv_offloading(lookup)
+    backend = lookup("KV_OFFLOAD_BACKEND") or ""
+    if kv == "none":
+        return "exit" if backend else False
+    if kv == "dram":
+        expected = args[0] if args else ""
+        dram = lookup("TOTAL_CPU_DRAM_GB") or ""
+        if backend != expected or not re.fullmatch(r"[1-9][0-9]*", dram):
+            return "exit"
+        return True
+    return "exit"
+
+
+# Functions whose exit status launchers branch on: their rule, from the
+# functions' text (KV_OFFLOADING none/dram validation).
+STATUS_RULES: Final[dict[str, Callable[[list[str], Lookup], Status]]] = {
+    "agentic_kv_offload_enabled": _offload_enabled,
+    "require_agentic_kv_offload_none": _offload_none,
+    "require_agentic_kv_offload_backend": _offload_backend,
+}
+
+
+def is_agentic(variables: dict[str, Var], script_path: str) -> bool | None:
+    """The library's agentic test: caller under ``agentic/``, IS_AGENTIC=1 or the scenario type."""
+    if "/agentic/" in script_path or re.search(r"/agentic_[^/]*\.sh$", script_path):
+        return True
+    for name, wanted in (("IS_AGENTIC", "1"), ("SCENARIO_TYPE", "agentic-coding")):
+        var = variables.get(name)
+        if var is None or not var.is_set:
+            continue
+        value = known(var.scalar())
+        if value is None:
+            return None
+        if value == wanted:
+            return True
+    return False
+
+
+def apply_top_level(variables: dict[str, Var], script_path: str = "") -> None:
+    """The effect of sourcing ``benchmark_lib.sh`` at top level (exports, not by the launcher).
+
+    For agentic callers the library unsets ``MAX_MODEL_LEN`` (native context).
+    """
+    agentic = is_agentic(variables, script_path)
+    if agentic:
+        variables.pop("MAX_MODEL_LEN", None)
     for name, default in _TOP_LEVEL_DEFAULTS:
         old = variables.get(name)
         value = _TOP_LEVEL_FIXED.get(name)

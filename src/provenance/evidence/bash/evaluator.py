@@ -240,6 +240,7 @@ class Evaluator:
         state = State(vars={}, functions={})
         for name, value in self.env.items():
             state.vars[name] = Var(text_of(str(value)), exported=True)
+        state.vars["BASH_SOURCE"] = Var(((0, text_of(self.path)),), kind="indexed")
         try:
             self.exec_block(self.parsed.root.children, state)
         except _ExitSignal:
@@ -359,6 +360,10 @@ class Evaluator:
 
     def exec_pipeline(self, node: Node, st: State) -> None:
         parts = [c for c in node.named_children]
+        pure = self.pure_grep_pipeline(parts, st)
+        if pure is not None:
+            st.status = pure
+            return
         status: StatusValue = True
         for part in parts:
             sub = st.copy()
@@ -367,6 +372,49 @@ class Evaluator:
             st.serves = sub.serves
             status = sub.status
         st.status = status
+
+    def pure_grep_pipeline(self, parts: list[Node], st: State) -> bool | None:
+        """``printf ... | grep -q[xF] -- WORD`` (a membership test), computed without running it."""
+        if len(parts) != 2 or any(p.type != "command" for p in parts):
+            return None
+        words = [self.expand_fields(self.command_words(p), st) for p in parts]
+        producer, grep = words
+        if not producer or not grep or known(grep[0]) != "grep":
+            return None
+        head = known(producer[0])
+        if head not in ("printf", "echo"):
+            return None
+        output = self.pure_command(head, producer[1:], parts[0], "command-substitution")
+        text = known(output)
+        if text is None:
+            return None
+        options: set[str] = set()
+        rest = [known(w) for w in grep[1:]]
+        if any(w is None for w in rest):
+            return None
+        args = [w for w in rest if w is not None]
+        while args and args[0].startswith("-") and args[0] != "-":
+            flag = args.pop(0)
+            if flag == "--":
+                break
+            options.update(flag[1:])
+        if len(args) != 1 or not options <= {"q", "x", "F"} or "q" not in options:
+            return None
+        pattern = args[0]
+        if "F" not in options and re.search(r"[.\[\]*^$\\]", pattern):
+            return None
+        lines = text.split("\n")
+        if "x" in options:
+            return pattern in lines
+        return any(pattern in line for line in lines)
+
+    def command_words(self, node: Node) -> list[Node]:
+        name_node = node.child_by_field_name("name")
+        if name_node is None:
+            return []
+        return [name_node] + [
+            c for i, c in enumerate(node.children) if node.field_name_for_child(i) == "argument"
+        ]
 
     def exec_list(self, node: Node, st: State) -> None:
         children = node.children
@@ -663,7 +711,7 @@ class Evaluator:
 
     def havoc_loop(self, node: Node, body: Node | None, st: State, marker: PartialMarker) -> None:
         hole = Unknown(marker)
-        for name in sorted(_assigned_names(node)):
+        for name in sorted(_assigned_names_with_calls(node, st.functions)):
             old = st.vars.get(name)
             st.vars[name] = Var(
                 hole,
@@ -760,6 +808,8 @@ class Evaluator:
         ]
         words = self.expand_fields(arg_nodes, st)
         if self.capture_serve(words, prefix, st, node):
+            if words and known(words[0]) == "exec":
+                raise _ExitSignal  # ``exec vllm serve`` replaces the shell
             return
         if not words:
             st.status = True
@@ -841,8 +891,8 @@ class Evaluator:
             st.status = True
         elif head in _NO_EFFECT_STATUS_UNKNOWN:
             st.status = Unknown(self.marker("command-status", node, f"exit status of {head}"))
-        elif head in benchmark_lib.FUNCTION_GLOBALS:
-            self.apply_lib_function(head, st, node)
+        elif head in benchmark_lib.FUNCTION_GLOBALS or head in benchmark_lib.STATUS_RULES:
+            self.apply_lib_function(head, args, st, node)
         elif head == "exec":
             # ``exec`` with only redirections; a command after it was handled by capture_serve.
             st.status = True
@@ -863,10 +913,21 @@ class Evaluator:
             self.set_var(st, name, Var(Unknown(marker)), node)
         st.status = Unknown(marker)
 
-    def apply_lib_function(self, head: str, st: State, node: Node) -> None:
+    def apply_lib_function(self, head: str, args: list[Text], st: State, node: Node) -> None:
         marker = self.marker(
             "helper-function", node, f"{head} (benchmark_lib.sh) sets it at run time"
         )
+        rule = benchmark_lib.STATUS_RULES.get(head)
+        if rule is not None:
+            status = self.lib_status(rule, args, st)
+            if status == "exit":
+                raise _ExitSignal
+            st.status = (
+                status
+                if isinstance(status, bool)
+                else Unknown(self.marker("command-status", node, f"exit status of {head}"))
+            )
+            return
         for name in benchmark_lib.FUNCTION_GLOBALS.get(head, ()):
             old = st.vars.get(name)
             st.vars[name] = Var(
@@ -875,6 +936,33 @@ class Evaluator:
                 exported_by_script=old.exported_by_script if old else False,
             )
         st.status = Unknown(self.marker("command-status", node, f"exit status of {head}"))
+
+    def lib_status(
+        self,
+        rule: Callable[[list[str], benchmark_lib.Lookup], benchmark_lib.Status],
+        args: list[Text],
+        st: State,
+    ) -> benchmark_lib.Status:
+        plain_args = [known(a) for a in args]
+        if any(a is None for a in plain_args):
+            return None
+
+        class _HoleError(Exception):
+            pass
+
+        def lookup(name: str) -> str | None:
+            var = st.vars.get(name)
+            if var is None or not var.is_set:
+                return None
+            value = known(var.scalar())
+            if value is None:
+                raise _HoleError
+            return value
+
+        try:
+            return rule([a for a in plain_args if a is not None], lookup)
+        except _HoleError:
+            return None
 
     def exec_source(self, args: list[Text], st: State, node: Node) -> None:
         if not args:
@@ -896,6 +984,10 @@ class Evaluator:
                 )
             parsed = parse_script(helper, target)
             saved_in_script, saved_path = self.in_script, self.path
+            saved_source = st.vars.get("BASH_SOURCE")
+            st.vars["BASH_SOURCE"] = Var(
+                ((0, text_of(target)), (1, text_of(self.path))), kind="indexed"
+            )
             self.in_script = False
             self.path = target
             self.source_depth += 1
@@ -905,9 +997,14 @@ class Evaluator:
                 self.source_depth -= 1
                 self.in_script = saved_in_script
                 self.path = saved_path
+                if saved_source is not None:
+                    st.vars["BASH_SOURCE"] = saved_source
             return
         if base == benchmark_lib.FILE_NAME:
-            benchmark_lib.apply_top_level(st.vars)
+            if benchmark_lib.is_agentic(st.vars, self.parsed.path) is None:
+                marker = self.marker("helper-function", node, "agentic test of benchmark_lib.sh")
+                self.set_var(st, "MAX_MODEL_LEN", Var(Unknown(marker)), node)
+            benchmark_lib.apply_top_level(st.vars, self.parsed.path)
             st.status = True
             return
         self.global_marker("source", node, f"{target} is not followed")
@@ -2346,6 +2443,35 @@ def _format_one(flags: str, width: str, precision: str | None, conv: str, value:
         else int(value.strip() or "0")
     )
     return (spec + {"i": "d"}.get(conv, conv)) % number
+
+
+def _assigned_names_with_calls(node: Node, functions: Mapping[str, FunctionDef | None]) -> set[str]:
+    """Names a loop may assign, including through the functions it calls (transitively)."""
+    names: set[str] = set()
+    pending = [node]
+    seen_functions: set[str] = set()
+    while pending:
+        current = pending.pop()
+        names |= _assigned_names(current)
+        for called in _called_names(current):
+            fn = functions.get(called)
+            if fn is not None and called not in seen_functions:
+                seen_functions.add(called)
+                pending.append(fn.body)
+    return names
+
+
+def _called_names(node: Node) -> set[str]:
+    called: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "command":
+            name_node = current.child_by_field_name("name")
+            if name_node is not None:
+                called.add(node_text(name_node))
+        stack.extend(current.children)
+    return called
 
 
 def _assigned_names(node: Node) -> set[str]:

@@ -84,13 +84,13 @@ def launcher_result(evaluation: Evaluation) -> LauncherResult:
         )
     serve: ServeCapture = evaluation.serves[0]
     if len(evaluation.serves) > 1:
-        lines = ", ".join(str(s.line) for s in evaluation.serves)
+        lines = ", ".join(str(line) for line in sorted({s.line for s in evaluation.serves}))
         markers.append(
             PartialMarker(
                 construct_name="multiple-serve",
                 path=evaluation.path,
                 line=evaluation.serves[1].line,
-                detail=f"vllm serve reached {len(evaluation.serves)} times (lines {lines}); "
+                detail=f"vllm serve reached {len(evaluation.serves)} times (line {lines}); "
                 "argv is the first",
             )
         )
