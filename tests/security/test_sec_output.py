@@ -210,11 +210,6 @@ def test_markdown_is_inert(outputs: Outputs, name: str) -> None:
         assert not line.startswith(("next", "## h", "<")), (name, line)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (report/sarif.py _message): recipe and evidence values go into "
-    "result.message.text raw — ANSI escapes and bidi controls reach SARIF viewers",
-)
 def test_sarif_is_inert(outputs: Outputs) -> None:
     document = json.loads(outputs.sarif)
     for run in document["runs"]:

@@ -24,6 +24,7 @@ from typing import Any, TextIO
 from provenance import __version__
 from provenance.audit.model import AuditReport, Reason, ReasonCode, VerdictEntry
 from provenance.errors import ProvenanceError
+from provenance.escaping import terminal
 from provenance.recipes.combination import Selection
 from provenance.safe_yaml import KeyPath, LoadedYaml, load_yaml
 
@@ -217,8 +218,8 @@ def _message(result: _Result) -> str:
         if reason.recipe_value is not None:
             what += f"={reason.recipe_value}"
     else:
-        what = f"{where}combination".strip()
-    text = f"{result.code}: {what}"
+        what = f"{where}combination"
+    text = f"{result.code} ({what})"
     if reason.evidence_value is not None:
         text += f" (evidence: {reason.evidence_value})"
     if reason.sources:
@@ -227,7 +228,11 @@ def _message(result: _Result) -> str:
         text += f". {reason.detail}"
     plural = "s" if result.count != 1 else ""
     text += f". Affects {result.count} combination{plural}, e.g. {result.example.label()}."
-    return text
+    return terminal(text)
+
+
+def _inert(value: str | None) -> str | None:
+    return None if value is None else terminal(value)
 
 
 def _selections(entry: VerdictEntry) -> tuple[Selection, ...]:
@@ -297,17 +302,17 @@ def build(report: AuditReport) -> dict[str, Any]:
                         "artifactLocation": {"uri": _artifact_uri(path or result.recipe)},
                         "region": {"startLine": result.line},
                     },
-                    "logicalLocations": [{"name": result.recipe, "kind": "module"}],
+                    "logicalLocations": [{"name": terminal(result.recipe), "kind": "module"}],
                 }
             ],
             "partialFingerprints": {"provenanceReason/v1": fingerprint},
             "properties": {
-                "recipe": result.recipe,
-                "role": result.reason.role,
-                "flag": result.reason.flag,
-                "recipeValue": result.reason.recipe_value,
-                "evidenceValue": result.reason.evidence_value,
-                "sources": list(result.reason.sources),
+                "recipe": _inert(result.recipe),
+                "role": _inert(result.reason.role),
+                "flag": _inert(result.reason.flag),
+                "recipeValue": _inert(result.reason.recipe_value),
+                "evidenceValue": _inert(result.reason.evidence_value),
+                "sources": [terminal(s) for s in result.reason.sources],
                 "combinations": result.count,
                 "undeclared": result.undeclared,
             },
@@ -316,8 +321,9 @@ def build(report: AuditReport) -> dict[str, Any]:
             item["suppressions"] = [
                 {
                     "kind": "external",
-                    "justification": "declared guide-only: "
-                    + ", ".join(sorted(result.declarations)),
+                    "justification": terminal(
+                        "declared guide-only: " + ", ".join(sorted(result.declarations))
+                    ),
                 }
             ]
         sarif_results.append(item)
