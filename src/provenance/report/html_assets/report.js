@@ -361,7 +361,7 @@
   var legend = el("div", { cls: "legend", "aria-label": "Legend" }, [
     legendItem("rec", "all recommended"), legendItem("mixed", "some recommended, some guide-only"),
     legendItem("guide", "guide-only"), legendItem("declared", "guide-only, all declared"),
-    D.diff ? el("span", null, [el("span", { cls: "swatch cell rec changed", "aria-hidden": "true" }), text("changed in the diff")]) : null,
+    D.diff ? el("span", null, [el("span", { cls: "swatch cell rec changed", "aria-hidden": "true" }), text(" changed in the diff")]) : null,
     el("span", null, [el("span", { cls: "swatch", "aria-hidden": "true", text: "·" }), text("not selectable / no match")]),
     el("span", null, [el("span", { cls: "swatch", "aria-hidden": "true", text: "≈2" }), text("nearest evidence differs in 2 flags (∅: none in scope)")])
   ]);
@@ -563,7 +563,7 @@
     members.slice(0, LIST_LIMIT).forEach(function (i) {
       var ch = comboChange(i);
       list.appendChild(el("li", null, [el("code", { text: shapes[cShape[i]].label + feats[cFeat[i]].suffix }),
-        ch ? el("span", { cls: "badge change", text: ch }) : null]));
+        ch ? text(" ") : null, ch ? el("span", { cls: "badge change", text: ch }) : null]));
     });
     if (members.length > LIST_LIMIT) { list.appendChild(el("li", { cls: "none", text: "… and " + (members.length - LIST_LIMIT) + " more (narrow them with the filter)" })); }
     box.appendChild(el("details", { open: members.length <= 12 ? true : null }, [el("summary", { text: "Combinations (" + members.length + ")" }), list]));
