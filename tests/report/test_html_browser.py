@@ -596,3 +596,18 @@ def test_csp_blocks_any_other_script(browser: Page, tmp_path: Path, report: Audi
     assert browser.js("document.documentElement.getAttribute('data-ready')") == "true"
     browser.wait_for("true")
     assert any("Content Security Policy" in p for p in browser.problems), browser.problems
+
+
+def test_state_in_the_url_fragment(browser: Page, tmp_path: Path, report: AuditReport) -> None:
+    url = write_page(tmp_path, render_html(report))
+    browser.open(url + "#cols=features&filter=" + quote("hw:b200 eagle3"))
+    assert browser.js("document.getElementById('filter').value") == "hw:b200 eagle3"
+    assert browser.js("document.getElementById('cols').value") == "features"
+    assert browser.js("window.provenanceReport.cells()") == [
+        "MiniMaxAI/MiniMax-M3|single-node|nvfp4@b200|+spec_decoding=eagle3"
+    ]
+    browser.open(write_page(tmp_path, render_html(report), "second.html") + "#view=reverse")
+    assert browser.js("document.getElementById('view-matrix').hidden") is True
+    assert browser.js("document.getElementById('tab-reverse').getAttribute('aria-selected')") == (
+        "true"
+    )
