@@ -47,6 +47,7 @@ other-fp8-h100-sglang:
     - dram-utilization: 0.5
       search-space:
       - { tp: 8, kv-offloading: dram, kv-offload-backend: { name: x }, conc-list: [2] }
+      - { tp: 8, kv-offloading: dram, kv-offload-backend: y, conc-list: [2] }
 """
 
 LEGACY = """\
@@ -118,6 +119,8 @@ def test_master_points_expand_per_concurrency(make_repo: Callable[[], RepoBuilde
     agentic = masters.by_key("other-fp8-h100-sglang")[0].single_points[0]
     assert agentic.scenario == "agentic-coding"
     assert agentic.kv_offload_backend == "x" and agentic.max_model_len == 0
+    older = masters.by_key("other-fp8-h100-sglang")[0].single_points[1]
+    assert older.kv_offload_backend == "y"
 
 
 def test_disagg_points_keep_concurrency_list_and_config_file(

@@ -77,7 +77,9 @@ class _RawConcRange(_Raw):
     conc_end: int | None = Field(default=None, alias="conc-end")
     spec_decoding: str = Field(default="none", alias="spec-decoding")
     kv_offloading: str | None = Field(default=None, alias="kv-offloading")
-    kv_offload_backend: dict[str, Any] | None = Field(default=None, alias="kv-offload-backend")
+    kv_offload_backend: dict[str, Any] | str | None = Field(
+        default=None, alias="kv-offload-backend"
+    )
 
     def concurrencies(self) -> list[int]:
         if self.conc_list is not None:
@@ -357,7 +359,10 @@ def parse_entry(key: str, loaded: LoadedYaml, blob_sha: str) -> MasterEntry:
                     )
                 else:
                     single: _RawSingleSpace = _parse_space(_RawSingleSpace, loaded, space_path)
-                    backend = (single.kv_offload_backend or {}).get("name")
+                    raw_backend = single.kv_offload_backend
+                    backend = (
+                        raw_backend.get("name") if isinstance(raw_backend, dict) else raw_backend
+                    )
                     for conc in single.concurrencies():
                         singles.append(
                             SingleNodePoint(
