@@ -342,7 +342,7 @@ def evaluate_point(
             partial=tuple(partial),
         )
     try:
-        command = normalise_argv(result.argv, _env_values(result.env))
+        command = normalise_argv(result.argv, result.env)
     except InputError as exc:
         raise ArgvNotNormalisableError(str(exc), path=path) from None
     return ServeEvidence(
@@ -353,7 +353,3 @@ def evaluate_point(
         model=command.model,
         partial=tuple(partial),
     )
-
-
-def _env_values(env: Mapping[str, str]) -> dict[str, Any]:
-    return dict(env)

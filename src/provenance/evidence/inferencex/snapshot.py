@@ -93,9 +93,6 @@ class Snapshot:
         entry = self._entry(path)
         return entry is not None and entry.type == "blob" and entry.mode != SYMLINK_MODE
 
-    def exists(self, path: str) -> bool:
-        return self._entry(path) is not None
-
     def blob_sha(self, path: str) -> str | None:
         entry = self._entry(path)
         if entry is None or entry.type != "blob":
