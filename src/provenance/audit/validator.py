@@ -394,7 +394,6 @@ def _audit(
     notices: Sequence[str],
     classify: ClassifyFn | None,
 ) -> AuditReport:
-    judge = Judge(graph, classify or normaliser.classify)
     matcher = DeclarationMatcher(declarations or Declarations())
     verdicts: list[VerdictEntry] = []
     reverse: list[ReverseEntry] = []
@@ -402,6 +401,9 @@ def _audit(
     recipe_files: dict[str, str] = {}
     count = 0
     for recipe in recipes:
+        # one Judge per recipe: recipes share no checkpoint scope worth memoising across,
+        # and its memos are freed as soon as the recipe is done.
+        judge = Judge(graph, classify or normaliser.classify)
         auditor = RecipeAuditor(recipe.ref, judge, normaliser, matcher)
         for selection, result in recipe.combinations:
             auditor.add(selection, result)
