@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import git
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from provenance.errors import UsageError
+from provenance.errors import InputError, UsageError
 from provenance.evidence.inferencex.master import (
     ACTIVE_MASTER_PATHS,
     DEPRECATED_MASTER_DIR,
@@ -457,7 +457,15 @@ def changelog_links(
     raw = snapshot.read(PERF_CHANGELOG)
     if raw is None:
         return links, warnings
-    loaded = snapshot.memo(("yaml", PERF_CHANGELOG), lambda: load_yaml_bytes(raw, PERF_CHANGELOG))
+    try:
+        loaded = snapshot.memo(
+            ("yaml", PERF_CHANGELOG), lambda: load_yaml_bytes(raw, PERF_CHANGELOG)
+        )
+    except InputError as exc:
+        # A malformed changelog at one commit (real history has a duplicated key) costs
+        # only the changelog links of that commit, not the whole ingest.
+        warnings.append(f"{exc}; changelog links skipped at this commit")
+        return links, warnings
     items = loaded.data if isinstance(loaded.data, list) else []
     for position, item in enumerate(items):
         try:
