@@ -26,6 +26,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "declarations": ("provenance.ledger.model", "Declarations"),
     "evidence-record": ("provenance.evidence.record", "EvidenceRecord"),
     "verify": ("provenance.ledger.verify", "VerifyReport"),
+    "diff": ("provenance.review.diff", "DiffReport"),
 }
 
 
