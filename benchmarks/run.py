@@ -1,0 +1,419 @@
+#!/usr/bin/env python3
+"""Performance benchmarks of ``provenance`` against the targets of docs/performance.md.
+
+python benchmarks/run.py [--recipes-clone DIR] [--oracle DIR] [--only NAME[,NAME]]
+    [--ledger DIR --evidence DIR] [--repeat N]
+
+Targets (``--only``):
+  m3       full audit of MiniMax-M3 (71,208 combinations) with --format json, side by
+           side with the reference builder under node (--oracle, --recipes-clone), and the
+           in-process phases
+  pr       diff-aware audit of a PR that changes one recipe (full MiniMax-M3 cross-product)
+  all      every recipe of the recipes clone, --pd-pairing star (needs --recipes-clone)
+  ingest   ingest of the full InferenceX history for minimaxm3, then a re-run with nothing new
+  scaling  synthetic recipes and evidence scaled 1x to 16x
+  startup  ``provenance --help``
+
+Every figure is of one child process (os.wait4): wall seconds, CPU seconds
+(user + sys) and peak RSS; the 1-minute load average is printed with each, since
+a loaded machine stretches wall time but hardly CPU time. Nothing here asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from measure import Measurement, machine, median, run_child
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+INFERENCEX = REPO.parent / ".mirror" / "SemiAnalysisAI+InferenceX" / "repo"
+HISTORY = SHARED / "corpus" / "inferencex" / "minimax-history.tsv"
+PROVENANCE = [sys.executable, "-m", "provenance.cli.main"]
+M3 = "MiniMaxAI/MiniMax-M3"
+SEED_PRS = (2120, 2310, 2314)
+
+
+def provenance_argv(*args: str) -> list[str]:
+    exe = shutil.which("provenance")
+    return [exe, *args] if exe else [*PROVENANCE, *args]
+
+
+def row(name: str, m: Measurement, extra: str = "") -> str:
+    return (
+        f"  {name:<34} wall {m.wall:7.2f} s  cpu {m.cpu:7.2f} s "
+        f"(user {m.user:6.2f}, sys {m.sys:5.2f})  peak RSS {m.rss_mb:6.0f} MB  "
+        f"load {m.load:4.1f}{('  ' + extra) if extra else ''}"
+    )
+
+
+class Context:
+    def __init__(self, args: argparse.Namespace, work: Path) -> None:
+        self.args = args
+        self.work = work
+        self._ledger: tuple[Path, Path] | None = None
+
+    def ledger(self) -> tuple[Path, Path]:
+        """The ledger and evidence store to audit against (embedded, given, or ingested)."""
+        if self._ledger is not None:
+            return self._ledger
+        if self.args.ledger and self.args.evidence:
+            self._ledger = (self.args.ledger, self.args.evidence)
+        elif any((REPO / "evidence").glob("*/*.json")):
+            self._ledger = (REPO / "ledger", REPO / "evidence")
+        else:
+            ledger, evidence = self.work / "seed-ledger", self.work / "seed-evidence"
+            argv = ["ingest", "inferencex", str(INFERENCEX), "--model-prefix", "minimaxm3"]
+            for pr in SEED_PRS:
+                argv += ["--pr", str(pr)]
+            argv += ["--ledger", str(ledger), "--evidence", str(evidence)]
+            print(f"  (embedded ledger is empty: ingesting #{', #'.join(map(str, SEED_PRS))})")
+            run_child(provenance_argv(*argv), cwd=REPO)
+            self._ledger = (ledger, evidence)
+        records = sum(1 for _ in self._ledger[1].glob("*/*.json"))
+        print(f"  ledger {self._ledger[0]}, evidence {self._ledger[1]} ({records} records)")
+        return self._ledger
+
+    def ledger_args(self) -> list[str]:
+        ledger, evidence = self.ledger()
+        return ["--ledger", str(ledger), "--evidence", str(evidence)]
+
+
+def _combinations(report: Path) -> int:
+    with report.open(encoding="utf-8") as handle:
+        data = json.load(handle)
+    return int(data["summary"]["combinations"])
+
+
+def _phases(
+    ctx: Context, root: Path, *extra: str, evidence: Path | None = None
+) -> dict[str, float]:
+    ledger, default_evidence = ctx.ledger()
+    evidence = evidence or default_evidence
+    out = ctx.work / "phases.json"
+    run_child(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("phases.py")),
+            "--recipes-root",
+            str(root),
+            "--ledger",
+            str(ledger),
+            "--evidence",
+            str(evidence),
+            *extra,
+        ],
+        cwd=REPO,
+        stdout=out,
+    )
+    result: dict[str, float] = json.loads(out.read_text(encoding="utf-8"))
+    return result
+
+
+def target_m3(ctx: Context) -> None:
+    print("m3: full audit of MiniMax-M3, --format json (default enumeration)")
+    report = ctx.work / "m3.json"
+    audit = provenance_argv(
+        "audit", M3, "--recipes-root", "recipes", *ctx.ledger_args(), "--format", "json"
+    )
+    oracle = ctx.args.oracle
+    clone = ctx.args.recipes_clone
+    node = shutil.which("node")
+    reference: list[Measurement] = []
+    ours: list[Measurement] = []
+    records = None
+    for _ in range(ctx.args.repeat):
+        if oracle and clone and node:
+            summary = ctx.work / "oracle-summary.json"
+            reference.append(
+                run_child(
+                    [
+                        node,
+                        str(oracle / "enumerate.mjs"),
+                        str(clone),
+                        M3,
+                        "--out",
+                        "/dev/null",
+                        "--summary",
+                        str(summary),
+                    ]
+                )
+            )
+            records = json.loads(summary.read_text(encoding="utf-8")).get("records")
+        ours.append(run_child([*audit, "--output", "/dev/null"], cwd=REPO))
+    run_child([*audit, "--output", str(report)], cwd=REPO)
+    combinations = _combinations(report)
+    size = report.stat().st_size / 1e6
+    mine = median(ours)
+    for index, m in enumerate(ours, 1):
+        print(row(f"provenance audit (run {index})", m))
+    print(
+        row(
+            "provenance audit (median)",
+            mine,
+            f"{combinations} combinations, {combinations / mine.wall:,.0f}/s wall, "
+            f"{combinations / mine.cpu:,.0f}/s cpu; JSON {size:.1f} MB",
+        )
+    )
+    if reference:
+        ref = median(reference)
+        for index, m in enumerate(reference, 1):
+            print(row(f"reference builder (run {index})", m))
+        print(row("reference builder (median)", ref, f"{records} records"))
+        print(
+            f"  ratio reference/provenance: wall {ref.wall / mine.wall:.2f}x, "
+            f"cpu {ref.cpu / mine.cpu:.2f}x (target >= 5x; same selections: "
+            f"{'yes' if records == combinations else f'NO ({records} vs {combinations})'})"
+        )
+    else:
+        print("  (no --oracle/--recipes-clone/node: reference builder not run)")
+    phases = _phases(ctx, REPO / "recipes", M3)
+    print("  in-process CPU s: " + ", ".join(f"{k} {v}" for k, v in phases.items()))
+
+
+def _pr_repo(work: Path) -> tuple[Path, str, str]:
+    """A git repository of the embedded recipes root with one commit changing MiniMax-M3."""
+    import git
+    import yaml
+
+    path = work / "pr-repo"
+    if path.exists():
+        shutil.rmtree(path)
+    shutil.copytree(REPO / "recipes", path)
+    repo = git.Repo.init(path)
+    repo.git.config("user.email", "bench@example.invalid")
+    repo.git.config("user.name", "bench")
+    model = path / "models" / "MiniMaxAI" / "MiniMax-M3.yaml"
+    original = model.read_text(encoding="utf-8")
+    data = yaml.safe_load(original)
+    data["variants"]["mxfp8"].pop("extra_args")
+    model.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    repo.git.add(A=True)
+    base = repo.index.commit("base").hexsha
+    model.write_text(original, encoding="utf-8")
+    repo.git.add(A=True)
+    head = repo.index.commit("add the FP8 indexer cache to mxfp8").hexsha
+    return path, base, head
+
+
+def target_pr(ctx: Context) -> None:
+    print("pr: diff-aware audit of a PR changing MiniMax-M3 (full cross-product, both sides)")
+    path, base, head = _pr_repo(ctx.work)
+    argv = provenance_argv(
+        "audit",
+        "--repo",
+        str(path),
+        "--base",
+        base,
+        "--head",
+        head,
+        *ctx.ledger_args(),
+        "--format",
+        "json",
+        "--output",
+        "/dev/null",
+    )
+    runs = [run_child(argv, cwd=REPO) for _ in range(ctx.args.repeat)]
+    for index, m in enumerate(runs, 1):
+        print(row(f"audit --repo/--base/--head (run {index})", m))
+    print(row("audit --repo/--base/--head (median)", median(runs), "target < 2 s wall"))
+
+
+def target_all(ctx: Context) -> None:
+    clone = ctx.args.recipes_clone
+    if clone is None:
+        print("all: skipped (needs --recipes-clone)")
+        return
+    print(f"all: every recipe of {clone}, --pd-pairing star")
+    report = ctx.work / "all.json"
+    m = run_child(
+        provenance_argv(
+            "audit",
+            "--recipes-root",
+            str(clone),
+            *ctx.ledger_args(),
+            "--pd-pairing",
+            "star",
+            "--format",
+            "json",
+            "--output",
+            str(report),
+        ),
+        cwd=REPO,
+    )
+    combinations = _combinations(report)
+    recipes = len(list((clone / "models").glob("*/*.yaml")))
+    print(
+        row(
+            "provenance audit (all recipes)",
+            m,
+            f"{recipes} recipes, {combinations} combinations, "
+            f"{combinations / m.cpu:,.0f}/s cpu; target < 60 s",
+        )
+    )
+    oracle, node = ctx.args.oracle, shutil.which("node")
+    if oracle and node:
+        total = Measurement(0.0, 0.0, 0.0, 0.0, m.load, 0)
+        records = 0
+        summary = ctx.work / "oracle-summary.json"
+        for model in sorted((clone / "models").glob("*/*.yaml")):
+            one = run_child(
+                [
+                    node,
+                    str(oracle / "enumerate.mjs"),
+                    str(clone),
+                    str(model.relative_to(clone)),
+                    "--pd-pairing",
+                    "star",
+                    "--out",
+                    "/dev/null",
+                    "--summary",
+                    str(summary),
+                ],
+                check=False,
+            )
+            if one.returncode == 0:
+                records += int(json.loads(summary.read_text(encoding="utf-8")).get("records", 0))
+            total = Measurement(
+                total.wall + one.wall,
+                total.user + one.user,
+                total.sys + one.sys,
+                max(total.rss_mb, one.rss_mb),
+                total.load,
+                max(total.returncode, one.returncode),
+            )
+        print(row("reference builder (sum per recipe)", total, f"{records} records"))
+        print(
+            f"  ratio reference/provenance: wall {total.wall / m.wall:.2f}x, "
+            f"cpu {total.cpu / m.cpu:.2f}x"
+        )
+
+
+def _history_prs() -> list[int]:
+    prs = []
+    for line in HISTORY.read_text(encoding="utf-8").splitlines()[1:]:
+        fields = line.split("\t")
+        if len(fields) > 2 and fields[2].strip().isdigit():
+            prs.append(int(fields[2]))
+    return sorted(set(prs))
+
+
+def target_ingest(ctx: Context) -> None:
+    if not INFERENCEX.is_dir() or not HISTORY.is_file():
+        print("ingest: skipped (no InferenceX mirror or history list)")
+        return
+    prs = _history_prs()
+    print(f"ingest: full minimaxm3 history ({len(prs)} PRs from {HISTORY.name})")
+    ledger, evidence = ctx.work / "history-ledger", ctx.work / "history-evidence"
+    argv = ["ingest", "inferencex", str(INFERENCEX), "--model-prefix", "minimaxm3"]
+    for pr in prs:
+        argv += ["--pr", str(pr)]
+    argv += ["--ledger", str(ledger), "--evidence", str(evidence)]
+    log = ctx.work / "ingest.log"
+    first = run_child(provenance_argv(*argv), cwd=REPO, stdout=log)
+    records = sum(1 for _ in evidence.glob("*/*.json"))
+    entries = sum(1 for _ in (ledger / "prs").glob("*.yaml"))
+    print(row("first ingest", first, f"{records} records, {entries} ledger entries"))
+    again = run_child(provenance_argv(*argv), cwd=REPO, stdout=log)
+    print(row("re-run, nothing new", again, "target < 5 s"))
+
+
+def target_scaling(ctx: Context) -> None:
+    import synthetic
+
+    ledger, evidence = ctx.ledger()
+    print("scaling: synthetic nvfp4 clones on b300 (combinations) and record copies (evidence)")
+    print(
+        f"  {'axis':<12}{'scale':>6}{'combinations':>14}{'records':>9}"
+        f"{'cpu s':>8}{'audit cpu s':>12}{'us/comb':>9}{'peak MB':>9}"
+    )
+    for axis in ("combinations", "evidence"):
+        for scale in (1, 2, 4, 8, 16):
+            root = ctx.work / f"scaled-{axis}-{scale}"
+            if root.exists():
+                shutil.rmtree(root)
+            names = synthetic.scaled_recipes_root(
+                REPO / "recipes", root / "recipes", scale if axis == "combinations" else 1
+            )
+            store = root / "evidence"
+            records = synthetic.scaled_evidence(evidence, store, scale if axis == "evidence" else 1)
+            argv = [
+                "audit",
+                M3,
+                "--recipes-root",
+                str(root / "recipes"),
+                "--ledger",
+                str(ledger),
+                "--evidence",
+                str(store),
+                "--variant",
+                ",".join(names),
+                "--hardware",
+                synthetic.HARDWARE,
+                "--format",
+                "json",
+            ]
+            report = root / "report.json"
+            m = run_child(provenance_argv(*argv, "--output", str(report)), cwd=REPO)
+            combinations = _combinations(report)
+            phases = _phases(
+                ctx,
+                root / "recipes",
+                M3,
+                *[a for n in names for a in ("--variant", n)],
+                "--hardware",
+                synthetic.HARDWARE,
+                evidence=store,
+            )
+            print(
+                f"  {axis:<12}{scale:>5}x{combinations:>14,}{records:>9}{m.cpu:>8.2f}"
+                f"{phases['audit']:>12.2f}"
+                f"{1e6 * m.cpu / combinations:>9.1f}{m.rss_mb:>9.0f}"
+            )
+            shutil.rmtree(root)
+
+
+def target_startup(ctx: Context) -> None:
+    print("startup: provenance --help")
+    runs = [run_child(provenance_argv("--help")) for _ in range(max(3, ctx.args.repeat))]
+    print(row("provenance --help (median)", median(runs)))
+
+
+TARGETS: dict[str, Callable[[Context], None]] = {
+    "startup": target_startup,
+    "m3": target_m3,
+    "pr": target_pr,
+    "all": target_all,
+    "ingest": target_ingest,
+    "scaling": target_scaling,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--recipes-clone", type=Path, default=None)
+    parser.add_argument("--oracle", type=Path, default=None)
+    parser.add_argument("--only", default=",".join(TARGETS))
+    parser.add_argument("--ledger", type=Path, default=None)
+    parser.add_argument("--evidence", type=Path, default=None)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args(argv)
+    wanted = [t.strip() for t in args.only.split(",") if t.strip()]
+    unknown = [t for t in wanted if t not in TARGETS]
+    if unknown:
+        parser.error(f"unknown target(s) {', '.join(unknown)}; known: {', '.join(TARGETS)}")
+    print(f"machine: {machine()}; python {sys.version.split()[0]}")
+    with tempfile.TemporaryDirectory(prefix="provenance-bench-") as tmp:
+        ctx = Context(args, Path(tmp))
+        for name in wanted:
+            TARGETS[name](ctx)
+
+
+if __name__ == "__main__":
+    main()
