@@ -48,6 +48,18 @@ def test_symlinks_are_refused(make_repo: Callable[[], RepoBuilder]) -> None:
     with pytest.raises(UnsafeInputError, match="symlink"):
         snap.read("dir/r.yaml")
     assert not snap.is_file("link.yaml")
+    with pytest.raises(UnsafeInputError, match="symlink"):
+        snap.list_files("dir")
+    assert snap.list_files("real", ".yaml") == ["real/r.yaml"]
+
+
+def test_symlinked_file_in_a_listing_is_refused(make_repo: Callable[[], RepoBuilder]) -> None:
+    builder = make_repo()
+    builder.commit("links (#1)", {"conf/a.yaml": "a: 1\n", "conf/b.yaml": "->/etc/passwd"})
+    snap = _snapshot(builder)
+    assert snap.list_files("conf", ".txt") == []
+    with pytest.raises(UnsafeInputError, match="conf/b.yaml"):
+        snap.list_files("conf", ".yaml")
 
 
 def test_bare_clone_works(make_repo: Callable[[], RepoBuilder], tmp_path: object) -> None:

@@ -92,9 +92,10 @@ class History:
 
 def first_parent_history(repo: git.Repo, rev: str) -> History:
     """Every commit on the first-parent line of ``rev``, newest first (one ``git log``)."""
-    out = repo.git.log("--first-parent", "--format=%H%x1f%ct%x1f%s", rev)
+    # NUL-separated records: a subject may hold any other separator (\r, \u2028 …).
+    out = repo.git.log("--first-parent", "-z", "--format=%H%x1f%ct%x1f%s", rev)
     commits = []
-    for index, line in enumerate(out.splitlines()):
+    for index, line in enumerate(item for item in out.split("\0") if item):
         sha, stamp, subject = line.split("\x1f", 2)
         commits.append(
             HistoryCommit(
@@ -131,7 +132,7 @@ def path_changes(repo: git.Repo, rev: str, roots: Iterable[str]) -> dict[str, li
     out = repo.git.log("--first-parent", "--name-status", "-M", "--format=@@%H", rev, "--", *wanted)
     changes: dict[str, list[FileChange]] = {}
     commit = ""
-    for line in out.splitlines():
+    for line in out.split("\n"):
         if line.startswith("@@"):
             commit = line[2:].strip()
             continue
@@ -322,7 +323,7 @@ def _master_states(repo: git.Repo, rev: str) -> list[tuple[str, dict[str, str], 
     states: list[tuple[str, dict[str, str], dict[str, str]]] = []
     commit: str | None = None
     newer = dict(state)
-    for line in [*out.splitlines(), "@@"]:
+    for line in [*out.split("\n"), "@@"]:
         if line.startswith("@@"):
             if commit is not None:
                 states.append((commit, newer, dict(state)))
@@ -347,14 +348,14 @@ def changed_by(repo: git.Repo, sha: str) -> tuple[set[str], set[str]]:
     """(paths, config keys) commit ``sha`` changed relative to its first parent."""
     commit = repo.commit(sha)
     if not commit.parents:
-        paths = set(repo.git.ls_tree("-r", "--name-only", sha).splitlines())
+        paths = set(repo.git.ls_tree("-r", "--name-only", sha).split("\n"))
         parent_state: dict[str, str] = {}
     else:
         parent = commit.parents[0]
         paths = set(
             repo.git.diff_tree(
                 "--no-commit-id", "--name-only", "-r", "--no-renames", parent.hexsha, sha
-            ).splitlines()
+            ).split("\n")
         )
         parent_state = {str(b.path): str(b.hexsha) for b in _master_files_at(parent.tree)}
     state = {str(b.path): str(b.hexsha) for b in _master_files_at(commit.tree)}

@@ -265,10 +265,14 @@ class MasterConfigs(BaseModel):
 
 
 def master_paths(snapshot: Snapshot) -> list[str]:
-    """Master config files present at the snapshot, active ones first."""
-    paths = [p for p in ACTIVE_MASTER_PATHS if snapshot.is_file(p)]
+    """Master config files present at the snapshot, active ones first.
+
+    A master config (or its directory) committed as a symlink is refused with
+    UnsafeInputError rather than skipped.
+    """
+    paths = [p for p in ACTIVE_MASTER_PATHS if snapshot.is_file(snapshot.safe_path(p))]
     paths += snapshot.list_files(DEPRECATED_MASTER_DIR, ".yaml")
-    paths += [p for p in LEGACY_MASTER_PATHS if snapshot.is_file(p)]
+    paths += [p for p in LEGACY_MASTER_PATHS if snapshot.is_file(snapshot.safe_path(p))]
     return paths
 
 

@@ -138,7 +138,7 @@ def _expand(template: str, variables: Mapping[str, str]) -> str | None:
 def _launcher_variables(text: str, base: dict[str, str]) -> dict[str, str]:
     """Routing variables plus the launcher's own simple path assignments, expanded in order."""
     variables = dict(base)
-    for line in text.splitlines():
+    for line in text.split("\n"):
         match = _ASSIGN.match(line)
         if match is None or "$(" in match.group(3):
             continue
@@ -155,7 +155,7 @@ def script_candidates(launcher_text: str, routing: Mapping[str, str]) -> list[st
     """Single-node benchmark script paths a launcher composes, in text order."""
     variables = _launcher_variables(launcher_text, dict(routing))
     found: list[str] = []
-    for line in launcher_text.splitlines():
+    for line in launcher_text.split("\n"):
         if line.lstrip().startswith("#"):
             continue
         # Quotes may split a path (``.../${SCENARIO_SUBDIR}"${EXP_NAME%%_*}_..."``);

@@ -100,15 +100,25 @@ class Snapshot:
         return str(entry.hexsha)
 
     def list_files(self, directory: str, suffix: str = "") -> list[str]:
-        """Regular files directly in ``directory`` whose names end with ``suffix``."""
-        entry = self._entry(directory)
+        """Files directly in ``directory`` whose names end with ``suffix``.
+
+        UnsafeInputError when the directory or a matching entry is a symlink.
+        """
+        entry = self._entry(self.safe_path(directory))
         if entry is None or entry.type != "tree":
             return []
-        return sorted(
-            f"{directory}/{child.name}"
-            for child in entry
-            if child.type == "blob" and child.mode != SYMLINK_MODE and child.name.endswith(suffix)
-        )
+        found = []
+        for child in entry:
+            if not child.name.endswith(suffix):
+                continue
+            path = f"{directory}/{child.name}"
+            if child.mode == SYMLINK_MODE:
+                raise UnsafeInputError(
+                    f"{path!r} is a symlink in the repository; refusing to follow it", path=path
+                )
+            if child.type == "blob":
+                found.append(path)
+        return sorted(found)
 
     def read(self, path: str, *, origin: str | None = None) -> bytes | None:
         """Bytes of ``path`` at this commit (None when absent); records the blob SHA."""
