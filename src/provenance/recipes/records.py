@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from provenance.recipes.combination import RenderResult, RoleCommand, Selection
+from provenance.recipes.combination import PdSelection, RenderResult, RoleCommand, Selection
 from provenance.recipes.rules import recipe_is_omni
 from provenance.recipes.synthesis import Renderer, RoleKey, result_deploy_type, role_keys
 
@@ -25,19 +25,15 @@ from provenance.recipes.synthesis import Renderer, RoleKey, result_deploy_type, 
 DIGEST_CHARS = 16
 
 
+def selection_record_pd(pd: PdSelection) -> dict[str, Any]:
+    return {
+        "prefill": {"nodes": pd.prefill.nodes, "parallelism": pd.prefill.parallelism},
+        "decode": {"nodes": pd.decode.nodes, "parallelism": pd.decode.parallelism},
+    }
+
+
 def selection_record(selection: Selection) -> dict[str, Any]:
-    pd = None
-    if selection.pd is not None:
-        pd = {
-            "prefill": {
-                "nodes": selection.pd.prefill.nodes,
-                "parallelism": selection.pd.prefill.parallelism,
-            },
-            "decode": {
-                "nodes": selection.pd.decode.nodes,
-                "parallelism": selection.pd.decode.parallelism,
-            },
-        }
+    pd = selection_record_pd(selection.pd) if selection.pd is not None else None
     out: dict[str, Any] = {
         "variant": selection.variant,
         "hardware": selection.hardware,
@@ -110,7 +106,7 @@ def _js_number(value: Any) -> Any:
     return value
 
 
-def canonical_json(record: Mapping[str, Any]) -> str:
+def canonical_json(record: object) -> str:
     """Sorted keys, compact separators, UTF-8 kept (the digest's input text)."""
     return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
