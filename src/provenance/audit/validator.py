@@ -226,6 +226,7 @@ class RecipeAuditor:
         self._outcome_ids: dict[int, int] = {}
         self.seen: dict[CombinationKey, _Seen] = {}
         self._states: dict[CombinationKey, _KeyState] = {}
+        self._keys: dict[tuple[object, ...], CombinationKey] = {}
         self.recommended_by_hardware: Counter[str] = Counter()
         self.hardware_seen: set[str] = set()
         self.model_ids: dict[str, set[str]] = defaultdict(set)
@@ -245,13 +246,31 @@ class RecipeAuditor:
         return major
 
     def key_of(self, selection: Selection, result: RenderResult) -> CombinationKey:
+        raw = tuple(
+            (command.role, self.role_major(command))
+            for command in result.roles
+            if command.argv is not None
+        )
+        memo_key = (
+            result.model_id,
+            selection.hardware,
+            result.deploy_type,
+            selection.node_count,
+            raw,
+        )
+        key = self._keys.get(memo_key)
+        if key is None:
+            key = self._keys[memo_key] = self._build_key(selection, result, raw)
+        return key
+
+    @staticmethod
+    def _build_key(
+        selection: Selection, result: RenderResult, raw: tuple[tuple[str, FlagSet], ...]
+    ) -> CombinationKey:
         per_role: dict[str, list[FlagSet]] = {}
         names: list[str] = []
-        for command in result.roles:
-            if command.argv is None:
-                continue
-            role = EVIDENCE_ROLE.get(command.role, command.role)
-            major = self.role_major(command)
+        for recipe_role, major in raw:
+            role = EVIDENCE_ROLE.get(recipe_role, recipe_role)
             flagsets = per_role.get(role)
             if flagsets is None:
                 per_role[role] = [major]
@@ -261,7 +280,7 @@ class RecipeAuditor:
         if len(names) > 1:
             names.sort(key=lambda name: ROLE_ORDER.get(name, 9))
         roles: tuple[RoleKey, ...] = tuple((name, tuple(per_role[name])) for name in names)
-        kind = deployment_kind(result.deploy_type, names)
+        kind = deployment_kind(result.deploy_type, [r for r, _ in raw] or names)
         node_count = selection.node_count if kind == "aggregated_multi_node" else None
         return CombinationKey(
             model_id=result.model_id,
