@@ -243,3 +243,28 @@ def test_unknown_format_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError):
         render(make_report(tmp_path), "yaml")
     assert text.MAX_REVERSE_ROWS > 0
+
+
+def test_flag_locator_prefers_the_layer_emitted_last(tmp_path: Path) -> None:
+    from provenance.recipes.combination import Selection
+    from provenance.safe_yaml import load_yaml_text
+
+    locator = sarif.FlagLocator(load_yaml_text(RECIPE_YAML, "recipe.yaml"))
+    lines = RECIPE_YAML.splitlines()
+
+    def line_text(line: int) -> str:
+        return lines[line - 1].strip()
+
+    single = Selection(variant="nvfp4", hardware="b200", strategy="single_node_tp", node_count=1)
+    pd = Selection(variant="nvfp4", hardware="b300", strategy="pd_cluster", node_count=None)
+    env_line = locator.line_for("env:VLLM_FLOAT32_MATMUL_PRECISION", "high", single, "serve")
+    assert line_text(env_line).startswith("VLLM_FLOAT32_MATMUL_PRECISION:")
+    base_line = locator.line_for("block_size", "128", single, "serve")
+    assert line_text(base_line) == '- "--block-size"'
+    variant_line = locator.line_for("attention_config.indexer_kv_dtype", "fp8", single, "serve")
+    override_line = locator.line_for("attention_config.indexer_kv_dtype", "fp8", pd, "prefill")
+    assert variant_line < RECIPE_YAML.count("\n", 0, RECIPE_YAML.index("strategy_overrides"))
+    assert override_line > variant_line
+    assert line_text(override_line) == '- "--attention_config.indexer_kv_dtype"'
+    missing = locator.line_for(None, None, single, "serve")
+    assert line_text(missing) == "nvfp4:"
