@@ -180,3 +180,46 @@ def test_corpus_recipes_load() -> None:
     assert root.kv_store == {}
     for file in sorted((CORPUS_ROOT / "models").rglob("*.yaml")):
         assert load_recipe(root, file).spec.variants
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "marker", "key_path", "message"),
+    [
+        (
+            "    default_mode: a\n",
+            "    default_mode: z\n",
+            "default_mode: z",
+            "features.spec.default_mode",
+            "unknown mode 'z'",
+        ),
+        (
+            "        variants: [fp4]\n",
+            "        variants: [fp5]\n",
+            "variants: [fp5]",
+            "features.spec.modes.c.variants",
+            "unknown variant 'fp5'",
+        ),
+        (
+            "  text_only:\n    args:",
+            "  text_only:\n    modes: {}\n    args:",
+            "modes: {}",
+            "features.text_only.modes",
+            "modes must be a non-empty mapping",
+        ),
+        (
+            "    tp:\n      hopper8: 4",
+            "    default_modes:\n      spec: c\n    tp:\n      hopper8: 4",
+            "spec: c",
+            "variants.big.default_modes.spec",
+            "mode 'c' is not available for variant 'big'",
+        ),
+    ],
+)
+def test_feature_mode_rules(
+    old: str, new: str, marker: str, key_path: str, message: str, root_copy: Path
+) -> None:
+    file = _break_model(root_copy, old, new)
+    line = _line_of(file, marker)
+    code, output = _cli_error(root_copy)
+    assert code == EXIT_INPUT
+    assert output.strip() == f"invalid input: {file}:{line} ({key_path}): {message}"

@@ -9,7 +9,7 @@ All YAML goes through :mod:`provenance.safe_yaml`; every schema violation is an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -219,8 +219,49 @@ def recipe_identity(root: RecipesRoot, file: Path, spec: RecipeFile) -> str:
     return file.name.removesuffix(".yaml").removesuffix(".yml")
 
 
+def _feature_mode_problems(spec: RecipeFile) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """The site's build-time rules for feature modes (the only checks beyond the schema)."""
+    features = spec.features or {}
+    variants = spec.variants or {}
+    for name, feature in features.items():
+        if feature.modes is None:
+            continue
+        here: tuple[str | int, ...] = ("features", name)
+        if not feature.modes:
+            yield (*here, "modes"), "modes must be a non-empty mapping"
+            continue
+        if feature.args is not None:
+            yield here, "a feature cannot declare both args and modes"
+        if feature.default_mode and feature.default_mode not in feature.modes:
+            yield (*here, "default_mode"), f"unknown mode {feature.default_mode!r}"
+        for mode_name, mode in feature.modes.items():
+            if mode.args is None:
+                yield (*here, "modes", mode_name), "every mode needs an args list"
+            for variant in mode.variants or []:
+                if variant not in variants:
+                    yield (*here, "modes", mode_name, "variants"), f"unknown variant {variant!r}"
+        for variant in variants:
+            if not any(not m.variants or variant in m.variants for m in feature.modes.values()):
+                yield (*here, "modes"), f"no mode is available for variant {variant!r}"
+    for variant_name, variant_spec in variants.items():
+        for feature_name, mode_name in (variant_spec.default_modes or {}).items():
+            here = ("variants", variant_name, "default_modes", feature_name)
+            target = features.get(feature_name)
+            if target is None:
+                yield here, f"unknown feature {feature_name!r}"
+            elif target.modes is None:
+                yield here, f"feature {feature_name!r} has no modes"
+            elif mode_name not in target.modes:
+                yield here, f"unknown mode {mode_name!r}"
+            elif (allow := target.modes[mode_name].variants) and variant_name not in allow:
+                yield here, f"mode {mode_name!r} is not available for variant {variant_name!r}"
+
+
 def load_recipe(root: RecipesRoot, ref: str | Path) -> Recipe:
     """Load and validate one model recipe (see :func:`resolve_recipe_path` for ``ref``)."""
     file = resolve_recipe_path(root, ref)
-    spec = validate_yaml(RecipeFile, _load_mapping(file, str(file)))
+    loaded = _load_mapping(file, str(file))
+    spec = validate_yaml(RecipeFile, loaded)
+    for key_path, message in _feature_mode_problems(spec):
+        raise InputError(message, location=loaded.location(key_path))
     return Recipe(hf_id=recipe_identity(root, file, spec), path=file, spec=spec)
