@@ -43,6 +43,8 @@ from provenance.flags.normalise import normalise_argv
 from provenance.safe_yaml import load_yaml_bytes
 
 RUNNERS_PATHS = ("configs/runners.yaml", ".github/configs/runners.yaml")
+#: The sweep generator's agentic DURATION (``DEFAULT_AGENTIC_DURATION_SECONDS``).
+AGENTIC_DURATION_SECONDS = 3600
 _TEMPLATE = re.compile(r"""benchmarks/[A-Za-z0-9_${}%*:./#-]*?\.sh""")
 _ASSIGN = re.compile(
     r"""^\s*(?:export\s+|local\s+)?([A-Za-z_][A-Za-z0-9_]*)=(["']?)([^"'\s;]*)\2\s*$"""
@@ -300,6 +302,9 @@ def launcher_env(entry: MasterEntry, point: SingleNodePoint, fleet: str | None) 
         f"_spec-{point.spec_decoding}_conc{point.conc}_{runner_name}"
     )
     if agentic:
+        # TOTAL_CPU_DRAM_GB (DRAM-offload arms) is sized by the sweep generator from
+        # runners.yaml hardware facts; it is not modelled, so those arms stay unserved.
+        env["DURATION"] = str(AGENTIC_DURATION_SECONDS)
         env["KV_OFFLOADING"] = point.kv_offloading or "none"
         if point.kv_offload_backend:
             env["KV_OFFLOAD_BACKEND"] = point.kv_offload_backend
