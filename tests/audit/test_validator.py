@@ -352,6 +352,8 @@ def test_claims_for_verified_hardware_without_recommended() -> None:
         combos, [record], [entry(1, record)], verified_hardware=("h200",), hardware_filter=("b200",)
     )
     assert filtered.claims == ()
+    narrowed = run(combos, [record], [entry(1, record)], verified_hardware=("h200",), filtered=True)
+    assert narrowed.claims == ()
 
 
 def test_reverse_reproduced_not_expressible_not_reproduced() -> None:

@@ -165,6 +165,7 @@ def recipe_inputs(resolved: ResolvedInputs, filters: AuditFilters) -> list[Recip
                     hw for hw, claim in meta_hardware.items() if claim == "verified"
                 ),
                 hardware_filter=filters.hardware,
+                filtered=filters != AuditFilters(hardware=filters.hardware),
                 gpus_per_node=gpus,
             )
         )

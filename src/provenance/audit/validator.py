@@ -178,6 +178,9 @@ class RecipeInput:
     path: str | None = None
     verified_hardware: tuple[str, ...] = ()
     hardware_filter: tuple[str, ...] | None = None
+    #: True when the enumeration was narrowed (variant, strategy, features, …): a verified
+    #: hardware with no audited combination is then not reported as a claim.
+    filtered: bool = False
     gpus_per_node: Mapping[str, int] = field(default_factory=dict)
 
 
@@ -349,6 +352,7 @@ def claims_of(
     verified_hardware: Sequence[str],
     auditor: RecipeAuditor,
     hardware_filter: Sequence[str] | None,
+    filtered: bool = False,
 ) -> list[Claim]:
     """``meta.hardware.<hw>: verified`` with no recommended combination audited on it."""
     claims = []
@@ -359,6 +363,8 @@ def claims_of(
         if recommended:
             continue
         audited = hardware in auditor.hardware_seen
+        if not audited and filtered:
+            continue
         claims.append(
             Claim(
                 recipe=recipe,
@@ -435,7 +441,13 @@ def _audit(
             )
         )
         claims.extend(
-            claims_of(recipe.ref, recipe.verified_hardware, auditor, recipe.hardware_filter)
+            claims_of(
+                recipe.ref,
+                recipe.verified_hardware,
+                auditor,
+                recipe.hardware_filter,
+                recipe.filtered,
+            )
         )
         if recipe.path:
             recipe_files[recipe.ref] = recipe.path
