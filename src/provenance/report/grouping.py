@@ -10,15 +10,32 @@ from provenance.audit.model import AuditReport, Reason, VerdictEntry, VerdictKin
 from provenance.recipes.combination import Selection
 
 #: How many reasons a summary row names.
-TOP_REASONS = 3
+TOP_REASONS = 5
+#: Tie-break between equally frequent reasons: the more fundamental code first.
+_PRIORITY = {
+    "no-evidence": 0,
+    "flag-unevidenced": 1,
+    "value-mismatch": 2,
+    "never-jointly-observed": 3,
+    "topology-mismatch": 4,
+    "evidence-not-validated": 5,
+    "missing-flag": 6,
+}
 
 
 def entry_selection_count(entry: VerdictEntry) -> int:
     return (1 if entry.selection is not None else 0) + len(entry.selections or ())
 
 
-def reason_label(reason: Reason) -> str:
-    """``value-mismatch prefill speculative_config.num_speculative_tokens=3 (evidence 1)``."""
+#: Most PR sources named in a reason label.
+MAX_SOURCES = 3
+
+
+def reason_label(reason: Reason, *, with_sources: bool = False) -> str:
+    """``value-mismatch prefill speculative_config.num_speculative_tokens=3 (evidence 1)``.
+
+    With ``with_sources``, the PRs behind the evidence follow in brackets.
+    """
     parts = [str(reason.code)]
     if reason.role:
         parts.append(reason.role)
@@ -29,6 +46,10 @@ def reason_label(reason: Reason) -> str:
         parts.append(flag)
     if reason.evidence_value is not None:
         parts.append(f"(evidence {reason.evidence_value})")
+    if with_sources and reason.sources:
+        shown = ", ".join(reason.sources[:MAX_SOURCES])
+        more = len(reason.sources) - MAX_SOURCES
+        parts.append(f"[{shown}{f', +{more}' if more > 0 else ''}]")
     return " ".join(parts)
 
 
@@ -47,14 +68,17 @@ class GroupRow:
     reasons: Counter[str] = field(default_factory=Counter)
 
     def top_reasons(self, limit: int = TOP_REASONS) -> list[tuple[str, int]]:
-        return sorted(self.reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        return sorted(
+            self.reasons.items(),
+            key=lambda kv: (-kv[1], _PRIORITY.get(kv[0].split(" ", 1)[0], 9), kv[0]),
+        )[:limit]
 
 
-def group_rows(report: AuditReport) -> list[GroupRow]:
+def group_rows(report: AuditReport, *, with_sources: bool = True) -> list[GroupRow]:
     """One row per (recipe, variant, hardware, strategy), in first-seen order."""
     rows: dict[tuple[str, str, str, str], GroupRow] = {}
     for entry in report.verdicts:
-        labels = [reason_label(r) for r in entry.reasons]
+        labels = [reason_label(r, with_sources=with_sources) for r in entry.reasons]
         for selection in _selections(entry):
             key = (
                 entry.recipe,
