@@ -6,11 +6,14 @@ import datetime as dt
 
 import pytest
 from audit_builders import StandInNormaliser, entry, graph_of, single_combo, single_record
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from provenance.audit.declarations import DeclarationMatcher
 from provenance.audit.reverse import expressibility_problems, pool_mode
 from provenance.audit.scope import checkpoint_key, deployment_kind, same_checkpoint
 from provenance.audit.validator import PolicyNormaliser, RecipeInput, audit
+from provenance.errors import ProvenanceError
 from provenance.evidence.record import RoleTopology, Topology
 from provenance.flags.normalise import normalise_argv
 from provenance.flags.policy import default_policy
@@ -198,3 +201,40 @@ def test_fast_normaliser_equals_full_normalisation(args: list[str]) -> None:
     fast = PolicyNormaliser().command_major(argv, env)
     full = default_policy().major(normalise_argv(argv, env).flags)
     assert fast == full
+
+
+UNITS = [
+    ["--block-size", "128"],
+    ["--port", "8001"],
+    ["--tool-call-parser", "minimax_m3"],
+    ["--enable-auto-tool-choice"],
+    ["--reasoning-parser", "minimax_m3"],
+    ["--kv-cache-dtype", "fp8"],
+    ["--tensor-parallel-size", "8"],
+    ["--max-model-len", "-1"],
+    ["--no-enable-prefix-caching"],
+    ["--attention_config.backend", "FLASHINFER"],
+    ["--attention-config", '{"backend": "TRITON_ATTN", "indexer_kv_dtype": "fp8"}'],
+    ["--compilation-config", '{"cudagraph_mode":"FULL_DECODE_ONLY"}'],
+    ["--compilation-config.level", "3"],
+    ["--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 3}'],
+    ["--speculative-config.num_speculative_tokens", "1"],
+    ["--default-chat-template-kwargs", '{"thinking_mode": "enabled"}'],
+    ["--kv-transfer-config", '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}'],
+    ["--gpu-memory-utilization", "0.9"],
+    ["--language-model-only"],
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(range(len(UNITS))), max_size=12))
+def test_fast_normaliser_property(indices: list[int]) -> None:
+    """Dropping inert units never changes the major flags, whatever the units and order."""
+    argv = ["vllm", "serve", "nvidia/MiniMax-M3-NVFP4"]
+    for index in indices:
+        argv += UNITS[index]
+    try:
+        full = default_policy().major(normalise_argv(argv).flags)
+    except ProvenanceError:
+        return
+    assert PolicyNormaliser().command_major(argv, {}) == full
