@@ -6,11 +6,33 @@ The shapes mirror the reference oracle's JSON lines (``selection`` and
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 EnvValue = str | int | float | bool | None
+
+_Model = TypeVar("_Model", bound=BaseModel)
+_new = object.__new__
+_set = object.__setattr__
+
+
+def construct(cls: type[_Model], values: dict[str, Any]) -> _Model:
+    """``cls.model_construct(**values)`` for ``values`` naming every field of ``cls``.
+
+    No validation, as with ``model_construct``, but about ten times cheaper: the
+    enumeration and the renderer build one model per selection and per role
+    (hundreds of thousands for one recipe). The result is equal to
+    ``model_construct``'s, field set included (``tests/recipes/test_construct.py``).
+    ``values`` becomes the instance's ``__dict__``: pass a fresh dict.
+    """
+    instance = _new(cls)
+    _set(instance, "__dict__", values)
+    _set(instance, "__pydantic_fields_set__", set(values))
+    _set(instance, "__pydantic_extra__", None)
+    _set(instance, "__pydantic_private__", None)
+    return instance
+
 
 Role = Literal["serve", "head", "worker", "prefill", "decode", "instance", "instance_worker"]
 DeployType = Literal["single_node", "multi_node", "pd_cluster", "kv_store_lb", "omni"]

@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from provenance.errors import UsageError
-from provenance.recipes.combination import PdPool, PdSelection, Selection
+from provenance.recipes.combination import PdPool, PdSelection, Selection, construct
 from provenance.recipes.hardware import HardwareView, hardware_view
 from provenance.recipes.loader import Recipe, RecipesRoot
 from provenance.recipes.rules import (
@@ -524,17 +524,20 @@ def _enumerate_omni(b: _Builder, options: EnumerationOptions) -> Iterator[Enumer
             tasks = omni_tasks(b.recipe, hardware_id)
             keys: list[str | None] = [t.key for t in tasks] if tasks else [None]
             for task_key in keys:
-                selection = Selection.model_construct(
-                    variant=variant_key,
-                    hardware=hardware_id,
-                    strategy=None,
-                    node_count=1,
-                    pd=None,
-                    kv_offload=None,
-                    kv_instances=None,
-                    features=(),
-                    feature_modes={},
-                    omni_task=task_key,
+                selection = construct(
+                    Selection,
+                    {
+                        "variant": variant_key,
+                        "hardware": hardware_id,
+                        "strategy": None,
+                        "node_count": 1,
+                        "pd": None,
+                        "kv_offload": None,
+                        "kv_instances": None,
+                        "features": (),
+                        "feature_modes": {},
+                        "omni_task": task_key,
+                    },
                 )
                 yield EnumeratedSelection(selection, (), empty_ui)
 
@@ -602,17 +605,20 @@ def enumerate_with_ui(
                     for instances in instance_counts:
                         for choice in choices:
                             for pool in pools:
-                                selection = Selection.model_construct(
-                                    variant=variant_key,
-                                    hardware=hardware_id,
-                                    strategy=strategy,
-                                    node_count=node_count,
-                                    pd=pool[0] if pool is not None else None,
-                                    kv_offload=kv or None,
-                                    kv_instances=instances if instances_active else None,
-                                    features=choice.features,
-                                    feature_modes=choice.effective,
-                                    omni_task=None,
+                                selection = construct(
+                                    Selection,
+                                    {
+                                        "variant": variant_key,
+                                        "hardware": hardware_id,
+                                        "strategy": strategy,
+                                        "node_count": node_count,
+                                        "pd": pool[0] if pool is not None else None,
+                                        "kv_offload": kv or None,
+                                        "kv_instances": instances if instances_active else None,
+                                        "features": choice.features,
+                                        "feature_modes": choice.effective,
+                                        "omni_task": None,
+                                    },
                                 )
                                 ui = UiFacts(
                                     strategy_pill=pill,

@@ -31,6 +31,7 @@ from provenance.recipes.combination import (
     Role,
     RoleCommand,
     Selection,
+    construct,
 )
 from provenance.recipes.hardware import (
     HardwareView,
@@ -638,8 +639,16 @@ def _role_command(
     else:
         node_rank = key.node_rank
     instance = key.kv_instances[1] if key.kv_instances is not None else None
-    return RoleCommand.model_construct(
-        role=key.role, node_rank=node_rank, argv=argv, env=env, instance=instance, command=None
+    return construct(
+        RoleCommand,
+        {
+            "role": key.role,
+            "node_rank": node_rank,
+            "argv": argv,
+            "env": env,
+            "instance": instance,
+            "command": None,
+        },
     )
 
 
@@ -732,7 +741,10 @@ class Renderer:
             model_id = roles[0].argv[2]
         else:
             model_id = model_id_of(self.recipe, selection.variant)
-        return RenderResult.model_construct(deploy_type=deploy_type, model_id=model_id, roles=roles)
+        return construct(
+            RenderResult,
+            {"deploy_type": deploy_type, "model_id": model_id, "roles": roles},
+        )
 
 
 def result_deploy_type(root: RecipesRoot, selection: Selection) -> DeployType:
@@ -886,7 +898,10 @@ def render_omni(recipe: Recipe, root: RecipesRoot, selection: Selection) -> Rend
             instance=None,
             command=f"{binary} {model_id} --omni",
         )
-        return RenderResult.model_construct(deploy_type="omni", model_id=model_id, roles=(role,))
+        return construct(
+            RenderResult,
+            {"deploy_type": "omni", "model_id": model_id, "roles": (role,)},
+        )
     model_id = (
         task.model_id
         or variant.model_id
@@ -918,10 +933,21 @@ def render_omni(recipe: Recipe, root: RecipesRoot, selection: Selection) -> Rend
         args += ["--port", str(omni.port)]
     args.append("--omni")
     command = format_command(binary, model_id, dedupe_args([a for a in args if a]))
-    role = RoleCommand.model_construct(
-        role="serve", node_rank=None, argv=None, env=env, instance=None, command=command
+    role = construct(
+        RoleCommand,
+        {
+            "role": "serve",
+            "node_rank": None,
+            "argv": None,
+            "env": env,
+            "instance": None,
+            "command": command,
+        },
     )
-    return RenderResult.model_construct(deploy_type="omni", model_id=model_id, roles=(role,))
+    return construct(
+        RenderResult,
+        {"deploy_type": "omni", "model_id": model_id, "roles": (role,)},
+    )
 
 
 def env_items(env: Mapping[str, EnvValue]) -> tuple[tuple[str, EnvValue], ...]:
