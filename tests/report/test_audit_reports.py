@@ -268,3 +268,13 @@ def test_flag_locator_prefers_the_layer_emitted_last(tmp_path: Path) -> None:
     assert line_text(override_line) == '- "--attention_config.indexer_kv_dtype"'
     missing = locator.line_for(None, None, single, "serve")
     assert line_text(missing) == "nvfp4:"
+
+
+def test_json_report_validates_against_the_published_schema(tmp_path: Path) -> None:
+    from provenance.schemas import generate
+
+    out = io.StringIO()
+    json_report.write(make_report(tmp_path, declared=True), out)
+    schema = generate("audit")
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.Draft202012Validator(schema).validate(json.loads(out.getvalue()))
