@@ -27,12 +27,18 @@ def write(explanation: Explanation, out: TextIO) -> None:
         for name, value in command.env.items():
             add(f"     env {terminal(name)}={terminal(value)}")
     add("")
-    add("2. major flags (normalised, policy class major)")
-    for role, flagsets in explanation.major.items():
-        for flags in flagsets:
-            add(f"   {terminal(role)}:")
-            for key, value in flags.items():
-                add(f"     {terminal(key)} = {terminal(value)}")
+    add("2. major flags (normalised, policy class major) and the in-scope PRs that set each")
+    for role_flags in explanation.roles:
+        add(f"   {terminal(role_flags.role)}:")
+        for flag in role_flags.flags:
+            flag_prs = sorted({pr for ref in flag.evidence for pr in ref.prs})
+            records = len(flag.evidence)
+            backing = (
+                f"{records} record(s): {', '.join(flag_prs) or 'no PR in the ledger'}"
+                if records
+                else "no in-scope evidence sets it"
+            )
+            add(f"     {terminal(flag.key)} = {terminal(flag.value)}   [{terminal(backing)}]")
     add("")
     add(
         f"3. scope: checkpoint {terminal(explanation.checkpoint)}, hardware "
