@@ -279,7 +279,9 @@ def parse_recipe(loaded: LoadedYaml) -> SrtRecipe:
 
 
 def load_recipe_bytes(data: bytes, path: str) -> SrtRecipe:
-    return parse_recipe(load_yaml_bytes(data, path))
+    # Real recipes repeat an env key with the same value (b200-fp4 1p1d-tp4-dep4-eagle3):
+    # the meaning is not in doubt, so the repeat is tolerated; a differing repeat is not.
+    return parse_recipe(load_yaml_bytes(data, path, identical_duplicates=True))
 
 
 def _expected_shapes(worker: WorkerSpec) -> set[tuple[int, int, bool, int]]:
