@@ -139,14 +139,46 @@ def is_agentic(variables: dict[str, Var], script_path: str) -> bool | None:
     return False
 
 
-def apply_top_level(variables: dict[str, Var], script_path: str = "") -> None:
+def _agentic_settings_invalid(variables: dict[str, Var]) -> bool:
+    """The library's agentic validation of KV_OFFLOADING (True: it exits the script).
+
+    A value known only at run time is not an error here: the path that exits is
+    not the one that produced evidence.
+    """
+
+    def value(name: str) -> str | None:
+        var = variables.get(name)
+        if var is None or not var.is_set:
+            return ""
+        return known(var.scalar())
+
+    kv, backend, dram = (
+        value("KV_OFFLOADING"),
+        value("KV_OFFLOAD_BACKEND"),
+        value("TOTAL_CPU_DRAM_GB"),
+    )
+    if kv is None:
+        return False
+    if kv == "none":
+        return bool(backend)
+    if kv == "dram":
+        if backend is not None and backend in ("", "none"):
+            return True
+        return dram is not None and not re.fullmatch(r"[1-9][0-9]*", dram)
+    return True
+
+
+def apply_top_level(variables: dict[str, Var], script_path: str = "") -> bool:
     """The effect of sourcing ``benchmark_lib.sh`` at top level (exports, not by the launcher).
 
-    For agentic callers the library unsets ``MAX_MODEL_LEN`` (native context).
+    For agentic callers the library unsets ``MAX_MODEL_LEN`` (native context)
+    and validates the KV-offload settings. Returns True when it exits the script.
     """
     agentic = is_agentic(variables, script_path)
     if agentic:
         variables.pop("MAX_MODEL_LEN", None)
+        if _agentic_settings_invalid(variables):
+            return True
     for name, default in _TOP_LEVEL_DEFAULTS:
         old = variables.get(name)
         value = _TOP_LEVEL_FIXED.get(name)
@@ -164,3 +196,4 @@ def apply_top_level(variables: dict[str, Var], script_path: str = "") -> None:
             exported=True,
             exported_by_script=old.exported_by_script if old is not None else False,
         )
+    return False

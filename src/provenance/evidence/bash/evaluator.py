@@ -1004,7 +1004,8 @@ class Evaluator:
             if benchmark_lib.is_agentic(st.vars, self.parsed.path) is None:
                 marker = self.marker("helper-function", node, "agentic test of benchmark_lib.sh")
                 self.set_var(st, "MAX_MODEL_LEN", Var(Unknown(marker)), node)
-            benchmark_lib.apply_top_level(st.vars, self.parsed.path)
+            if benchmark_lib.apply_top_level(st.vars, self.parsed.path):
+                raise _ExitSignal
             st.status = True
             return
         self.global_marker("source", node, f"{target} is not followed")
