@@ -278,3 +278,13 @@ def test_json_report_validates_against_the_published_schema(tmp_path: Path) -> N
     schema = generate("audit")
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.Draft202012Validator(schema).validate(json.loads(out.getvalue()))
+
+
+def test_markdown_stays_within_a_pr_comment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(markdown, "ROW_BUDGET", 10)
+    monkeypatch.setattr(markdown, "MAX_CLAIMS", 0)
+    output = render(make_report(tmp_path), "markdown")
+    assert "_2 more rows in the JSON report._" in output
+    assert "_1 more claims in the JSON report._" in output

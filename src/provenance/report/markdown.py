@@ -15,9 +15,14 @@ from provenance.audit.model import AuditReport
 from provenance.escaping import markdown_code, markdown_inline
 from provenance.report.grouping import group_rows
 
-#: Most summary rows written; a PR comment is limited to 65,536 characters.
+#: Most summary rows written, and a character budget for them: a PR comment is
+#: limited to 65,536 characters and the claims and reverse tables follow.
 MAX_ROWS = 150
+ROW_BUDGET = 45_000
 MAX_REVERSE_ROWS = 40
+MAX_CLAIMS = 40
+#: Longest ``why`` shown in the reverse table (the JSON report has it whole).
+MAX_WHY = 240
 
 _PR = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+)#([1-9][0-9]*)$")
 
@@ -62,6 +67,8 @@ def write(report: AuditReport, out: TextIO, *, title: str = "provenance audit") 
         if multi:
             head.insert(0, "recipe")
         lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        written = 0
+        used = 0
         for row in rows[:MAX_ROWS]:
             reasons = "<br>".join(f"{cell(label)} ({count})" for label, count in row.top_reasons())
             cells = [
@@ -76,21 +83,29 @@ def write(report: AuditReport, out: TextIO, *, title: str = "provenance audit") 
             ]
             if multi:
                 cells.insert(0, cell(row.recipe))
-            lines.append("| " + " | ".join(cells) + " |")
-        if len(rows) > MAX_ROWS:
-            lines.append(f"\n_{len(rows) - MAX_ROWS} more rows in the JSON report._")
+            line = "| " + " | ".join(cells) + " |"
+            if used + len(line) > ROW_BUDGET:
+                break
+            lines.append(line)
+            used += len(line) + 1
+            written += 1
+        if len(rows) > written:
+            lines.append(f"\n_{len(rows) - written} more rows in the JSON report._")
     if report.claims:
         lines += ["", "### Claims not backed by evidence", ""]
-        for claim in report.claims:
+        for claim in report.claims[:MAX_CLAIMS]:
             lines.append(
                 f"- {markdown_code(claim.recipe)} on {markdown_code(claim.hardware)}: "
                 f"{cell(claim.claim)} — {cell(claim.detail)}"
             )
+        if len(report.claims) > MAX_CLAIMS:
+            lines.append(f"\n_{len(report.claims) - MAX_CLAIMS} more claims in the JSON report._")
     if report.reverse:
         lines += ["", "### Evidence points in scope", ""]
         lines += ["| config key | PRs | status | combinations / why |", "|---|---|---|---|"]
         for entry in report.reverse[:MAX_REVERSE_ROWS]:
-            detail = str(entry.combinations) if entry.status == "reproduced" else cell(entry.why)
+            why = entry.why if len(entry.why) <= MAX_WHY else entry.why[: MAX_WHY - 1] + "…"
+            detail = str(entry.combinations) if entry.status == "reproduced" else cell(why)
             prs = ", ".join(pr_link(p) for p in entry.prs) or "—"
             lines.append(
                 f"| {code_cell(entry.config_key)} | {prs} | {cell(entry.status)} | {detail} |"
