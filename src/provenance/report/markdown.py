@@ -19,10 +19,10 @@ from provenance.report.grouping import group_rows
 #: limited to 65,536 characters and the claims and reverse tables follow.
 MAX_ROWS = 150
 ROW_BUDGET = 45_000
-MAX_REVERSE_ROWS = 40
+MAX_REVERSE_ROWS = 30
 MAX_CLAIMS = 40
 #: Longest ``why`` shown in the reverse table (the JSON report has it whole).
-MAX_WHY = 240
+MAX_WHY = 600
 
 _PR = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+)#([1-9][0-9]*)$")
 
