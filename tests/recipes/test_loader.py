@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from recipes_support import CORPUS_ROOT, FIXTURE_ROOT
 
 from provenance.cli.main import cli
 from provenance.errors import EXIT_INPUT, InputError
-from provenance.recipes.loader import load_recipe, load_recipes_root
+from provenance.recipes.loader import RecipesRoot, load_recipe, load_recipes_root
+from provenance.recipes.schema import Feature, ModelSection, RecipeFile, Variant
 
 TOY = FIXTURE_ROOT / "models" / "Toy" / "Toy-1.yaml"
 
@@ -223,3 +228,38 @@ def test_feature_mode_rules(
     code, output = _cli_error(root_copy)
     assert code == EXIT_INPUT
     assert output.strip() == f"invalid input: {file}:{line} ({key_path}): {message}"
+
+
+KNOWN_KEYS = {
+    (): set(RecipeFile.model_fields),
+    ("variants", "fp4"): set(Variant.model_fields),
+    ("features", "tools"): set(Feature.model_fields),
+    ("model",): set(ModelSection.model_fields),
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    where=st.sampled_from(sorted(KNOWN_KEYS)),
+    key=st.from_regex(r"[a-z][a-z_]{0,12}", fullmatch=True),
+    value=st.one_of(st.integers(), st.text(max_size=5), st.lists(st.integers(), max_size=2)),
+)
+def test_any_unknown_key_is_named_with_its_path(
+    toy_root: RecipesRoot, where: tuple[str, ...], key: str, value: object
+) -> None:
+    assume(key not in KNOWN_KEYS[where])
+    data = yaml.safe_load(TOY.read_text(encoding="utf-8"))
+    node = data
+    for part in where:
+        node = node[part]
+    node[key] = value
+    with tempfile.TemporaryDirectory() as tmp:
+        file = Path(tmp) / "Toy-1.yaml"
+        file.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        with pytest.raises(InputError) as info:
+            load_recipe(toy_root, file)
+    location = info.value.location
+    assert location is not None
+    assert location.key_path == ".".join((*where, key))
+    assert location.line is not None
+    assert info.value.message == "unknown key"
