@@ -323,3 +323,44 @@ def test_audit_and_verify_of_hostile_yaml_exit_3_and_write_nothing(
                 assert not report.exists()
                 assert tree_state(ledger_root, evidence_root) == before
             target.unlink()
+
+
+def test_every_yaml_reading_command_exits_3(recipes_copy: Path, tmp_path: Path) -> None:
+    """combos, explain, cite, graph and flags --yaml on a hostile file: exit 3, file named."""
+    ledger_root, evidence_root = tmp_path / "ledger", tmp_path / "evidence"
+    (ledger_root / "prs").mkdir(parents=True)
+    evidence_root.mkdir()
+    model = recipes_copy / MODEL_FILE
+    good = model.read_bytes()
+    hostile_srt = tmp_path / "srt.yaml"
+    graph_out = tmp_path / "graph.json"
+    root = ["--recipes-root", str(recipes_copy)]
+    dirs = ["--ledger", str(ledger_root), "--evidence", str(evidence_root)]
+    recipe = "MiniMaxAI/MiniMax-M3"
+    commands = {
+        "combos": (["combos", recipe, *root], MODEL_FILE),
+        "explain": (
+            ["explain", recipe, *root, *dirs, "--variant", "nvfp4", "--hardware", "b300"],
+            MODEL_FILE,
+        ),
+        "cite": (["cite", recipe, *root, *dirs], MODEL_FILE),
+        "graph": (
+            ["graph", "--recipe", recipe, *root, *dirs, "--output", str(graph_out)],
+            MODEL_FILE,
+        ),
+        "flags": (["flags", "--yaml", str(hostile_srt)], hostile_srt.name),
+    }
+    runner = CliRunner()
+    for name in CLI_CASES:
+        hostile_srt.write_bytes(CASES[name].raw)
+        model.write_bytes(CASES[name].raw)
+        try:
+            for command, (args, shown) in commands.items():
+                before = tree_state(ledger_root, evidence_root)
+                result = runner.invoke(cli, args)
+                assert result.exit_code == EXIT_INPUT, (name, command, result.output)
+                assert shown in result.output and "Traceback" not in result.output
+                assert tree_state(ledger_root, evidence_root) == before
+                assert not graph_out.exists()
+        finally:
+            model.write_bytes(good)
