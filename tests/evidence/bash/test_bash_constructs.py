@@ -485,3 +485,31 @@ def test_benchmark_lib_facts_for_agentic_offload_checks() -> None:
     assert none.argv == ["vllm", "serve", "m"]
     # An invalid offload setting makes the library exit before serving.
     assert not evaluate_launcher(AGENTIC, path, {**base, "KV_OFFLOADING": "hbm"}).served
+
+
+def test_prefix_assignment_on_a_function_reaches_its_serve_command() -> None:
+    script = "start() { vllm serve m; }\nVLLM_X=1 start\nvllm serve second\n"
+    result = evaluate(script)
+    assert result.argv == ["vllm", "serve", "m"]
+    assert result.env == {"VLLM_X": "1"}
+
+
+def test_default_operand_is_expanded_only_when_used() -> None:
+    script = 'X=set\nY="${X:-$(date)}"\nvllm serve "$Y"\n'
+    result = evaluate(script)
+    assert result.argv == ["vllm", "serve", "set"]
+    assert result.partial == []
+
+
+def test_custom_ifs() -> None:
+    newline_ifs = "IFS=$'\\n'\nL=\"a b\nc\"\nvllm serve $L\n"
+    assert args_of(newline_ifs) == ["a b", "c"]
+    comma_ifs = 'IFS=,\nL="a b,c"\nvllm serve $L --x\n'
+    result = evaluate(comma_ifs)
+    assert result.argv == ["vllm", "serve", "<unevaluated:ifs>", "--x"]
+    assert constructs(result) == ["ifs"]
+
+
+def test_multi_line_double_quoted_string_keeps_its_newlines() -> None:
+    script = 'CFG="{\n  \\"k\\": $K,\n  \\"m\\": 1\n}"\nvllm serve --cfg "$CFG"\n'
+    assert args_of(script, K="3") == ["--cfg", '{\n  "k": 3,\n  "m": 1\n}']

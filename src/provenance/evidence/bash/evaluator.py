@@ -827,7 +827,27 @@ class Evaluator:
             st.status = Unknown(self.marker("function", node, head))
             return
         if isinstance(fn, FunctionDef):
-            self.call_function(head, fn, args, st, node)
+            # ``VAR=x f``: VAR is set and exported for the duration of the call.
+            saved: dict[str, Var | None] = {}
+            for assignment in prefix:
+                name_node = assignment.child_by_field_name("name")
+                if name_node is None or name_node.type != "variable_name":
+                    continue
+                name = node_text(name_node)
+                saved.setdefault(name, st.vars.get(name))
+                st.vars[name] = Var(
+                    self.assignment_value(assignment, st),
+                    exported=True,
+                    exported_by_script=self.in_script,
+                )
+            try:
+                self.call_function(head, fn, args, st, node)
+            finally:
+                for name, old in saved.items():
+                    if old is None:
+                        st.vars.pop(name, None)
+                    else:
+                        st.vars[name] = old
             return
         self.exec_builtin(head, args, st, node)
 
@@ -1196,7 +1216,9 @@ class Evaluator:
                 indexed[index] = value
                 next_index = index + 1
                 continue
-            for word in self.split_fields_checked(self.expand(element, st, quoted=False), element):
+            for word in self.split_fields_checked(
+                self.expand(element, st, quoted=False), element, st
+            ):
                 indexed[next_index] = word
                 next_index += 1
         self.store_array(st, name, "indexed", tuple(sorted(indexed.items())), node)
@@ -1378,18 +1400,35 @@ class Evaluator:
     def expand_fields(self, nodes: list[Node], st: State) -> list[Text]:
         fields: list[Text] = []
         for node in nodes:
-            fields.extend(self.split_fields_checked(self.expand(node, st, quoted=False), node))
+            fields.extend(self.split_fields_checked(self.expand(node, st, quoted=False), node, st))
             if len(fields) > self.limits.max_array_items:
                 raise InputError(
                     "a command expands to too many words", path=self.path, line=line_of(node)
                 )
         return fields
 
-    def split_fields_checked(self, pieces: Expanded, node: Node) -> list[Text]:
-        fields = split_fields(pieces)
+    def split_fields_checked(self, pieces: Expanded, node: Node, st: State) -> list[Text]:
+        ifs = self.field_separators(st)
+        if ifs is None or any(ch not in " \t\n" for ch in ifs):
+            unquoted = "".join(
+                p.seg
+                for p in pieces
+                if isinstance(p, Piece) and not p.quoted and isinstance(p.seg, str)
+            )
+            if ifs is None or any(ch in unquoted for ch in ifs):
+                return [self.hole("ifs", node, "splitting on a non-whitespace IFS")]
+            ifs = "".join(ch for ch in ifs if ch in " \t\n")
+        fields = split_fields(pieces, ifs)
         for text in fields:
             self.check_size(text, node)
         return fields
+
+    def field_separators(self, st: State) -> str | None:
+        """The IFS characters (default space, tab, newline); ``None`` when not known."""
+        var = st.vars.get("IFS")
+        if var is None or not var.is_set:
+            return " \t\n"
+        return known(var.scalar())
 
     def expand_text(self, node: Node, st: State) -> Text:
         """Expansion without field splitting (assignment values, case subjects, [[ ]] operands)."""
@@ -1407,7 +1446,16 @@ class Evaluator:
             # "${A[@]}" of an empty array yields no field at all, so such a
             # string does not by itself make a (possibly empty) field.
             out: Expanded = [] if _has_all_items(node) else [QUOTED_EMPTY]
+            raw = node.text or b""
+            base = node.start_byte
+            cursor = 0
             for child in node.children:
+                start, end = child.start_byte - base, child.end_byte - base
+                if start > cursor:
+                    # The grammar leaves newlines between content nodes out of the tree.
+                    gap = raw[cursor:start].decode("utf-8", "replace")
+                    out.append(Piece(_unescape_double(gap), True))
+                cursor = max(cursor, end)
                 if child.type in ('"', '$"'):
                     continue
                 if child.type == "string_content":
@@ -1671,17 +1719,22 @@ class Evaluator:
             hole = first_hole(value or EMPTY)
             assert hole is not None
             return [Piece(hole, quoted)]
-        word: Expanded = []
-        for child in operand:
-            word.extend(self.expand(child, st, quoted))
+
+        def word() -> Expanded:
+            # The operand is expanded only when bash would expand it.
+            out: Expanded = []
+            for child in operand:
+                out.extend(self.expand(child, st, quoted))
+            return out
+
         if bare == "-":
-            return [Piece(s, quoted) for s in value or EMPTY] if use_value else word
+            return [Piece(s, quoted) for s in value or EMPTY] if use_value else word()
         if bare == "+":
-            return word if use_value else []
+            return word() if use_value else []
         if bare == "=":
             if use_value:
                 return [Piece(s, quoted) for s in value or EMPTY]
-            text = pieces_text(word)
+            text = pieces_text(word())
             self.set_scalar(st, name, text, node)
             return [Piece(s, quoted) for s in text]
         # ``?``: an unset value aborts the script in bash.

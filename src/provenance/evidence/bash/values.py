@@ -128,8 +128,8 @@ def pieces_text(pieces: Expanded) -> Text:
     return concat(*parts)
 
 
-def split_fields(pieces: Expanded) -> list[Text]:
-    """Bash field splitting of an expanded word (default IFS, no pathname expansion)."""
+def split_fields(pieces: Expanded, ifs: str = IFS_CHARS) -> list[Text]:
+    """Bash field splitting of an expanded word (whitespace IFS, no pathname expansion)."""
     fields: list[Text] = []
     current: list[Segment] = []
     present = False
@@ -154,7 +154,7 @@ def split_fields(pieces: Expanded) -> list[Text]:
         # Unquoted known text: split on IFS characters.
         chunk = ""
         for ch in seg:
-            if ch in IFS_CHARS:
+            if ch in ifs:
                 if chunk:
                     current.append(chunk)
                     chunk = ""
