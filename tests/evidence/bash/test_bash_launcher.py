@@ -77,3 +77,26 @@ def test_exported_env_and_clean_result() -> None:
     assert result.env == {"ENGINE_TIMEOUT": "600"}
     assert result.partial == []
     assert result.sourced == ["bench/single/../benchmark_lib.sh"]
+
+
+def test_heredocs_are_recorded_not_run() -> None:
+    script = (
+        "python3 - <<'PYEOF'\n"
+        "import vllm  # patch the engine\n"
+        "PYEOF\n"
+        "CFG=/tmp/engine.yaml\n"
+        'cat > "$CFG" <<EOF\n'
+        "kv: $CONC\n"
+        "EOF\n"
+        "vllm serve m --config $CFG\n"
+    )
+    result = evaluate_launcher(script, "bench/single/launch.sh", POINT_ENV)
+    assert result.argv == ["vllm", "serve", "m", "--config", "/tmp/engine.yaml"]
+    patch, config = result.heredocs
+    assert patch.command[0] == "python3"
+    assert patch.expands is False
+    assert patch.body == "import vllm  # patch the engine\n"
+    assert config.command == ["cat"]
+    assert config.targets == ["/tmp/engine.yaml"]
+    assert config.expands is True
+    assert "$CONC" in config.body

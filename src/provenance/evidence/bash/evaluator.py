@@ -54,6 +54,7 @@ from provenance.evidence.bash.values import (
     first_hole,
     known,
     pieces_text,
+    render,
     split_fields,
     text_length,
     text_of,
@@ -171,6 +172,27 @@ class Evaluation:
     markers: list[PartialMarker]
     sourced: list[str]
     final: State
+    heredocs: list[HeredocCapture] = field(default_factory=list)
+
+
+MAX_HEREDOC_CHARS: Final = 65_536
+
+
+@dataclass(frozen=True)
+class HeredocCapture:
+    """A here-document the script feeds to a command (never run, never expanded).
+
+    ``python3 - <<EOF`` bodies that edit installed engine files are engine
+    patches; ``cat > file <<EOF`` bodies are config files an engine reads.
+    """
+
+    path: str
+    line: int
+    command: tuple[str, ...]
+    targets: tuple[str, ...]
+    delimiter: str
+    expands: bool  # unquoted delimiter: bash would expand $... in the body
+    body: str
 
 
 class Evaluator:
@@ -190,6 +212,7 @@ class Evaluator:
         self.limits = limits
         self.markers: list[PartialMarker] = []
         self.sourced: list[str] = []
+        self.heredocs: list[HeredocCapture] = []
         self.steps = 0
         self.call_depth = 0
         self.source_depth = 0
@@ -260,6 +283,7 @@ class Evaluator:
             serves=state.serves,
             markers=self.markers,
             sourced=self.sourced,
+            heredocs=self.heredocs,
             final=state,
         )
 
@@ -350,6 +374,7 @@ class Evaluator:
         body = node.child_by_field_name("body")
         for child in node.named_children:
             if child.type == "heredoc_redirect":
+                self.record_heredoc(node, body, child, st)
                 # Heredoc bodies are data for the command; a pipeline inside the
                 # redirect node (``cat <<EOF | tee f``) still runs.
                 for sub in child.named_children:
@@ -357,6 +382,32 @@ class Evaluator:
                         self.exec_node(sub, st)
         if body is not None:
             self.exec_node(body, st)
+
+    def record_heredoc(self, node: Node, body: Node | None, redirect: Node, st: State) -> None:
+        start = next((c for c in redirect.children if c.type == "heredoc_start"), None)
+        text = next((c for c in redirect.children if c.type == "heredoc_body"), None)
+        delimiter = node_text(start) if start is not None else ""
+        command: tuple[str, ...] = ()
+        if body is not None and body.type == "command":
+            words = self.expand_fields(self.command_words(body), st.copy())
+            command = tuple(render(w) for w in words[:32])
+        targets = tuple(
+            render(self.expand_text(dest, st.copy()))
+            for c in node.named_children
+            if c.type == "file_redirect" and (dest := c.child_by_field_name("destination"))
+        )
+        if len(self.heredocs) < 256:
+            self.heredocs.append(
+                HeredocCapture(
+                    path=self.path,
+                    line=line_of(redirect),
+                    command=command,
+                    targets=targets,
+                    delimiter=delimiter.strip("'\""),
+                    expands=not any(q in delimiter for q in "'\"\\"),
+                    body=(node_text(text) if text is not None else "")[:MAX_HEREDOC_CHARS],
+                )
+            )
 
     def exec_pipeline(self, node: Node, st: State) -> None:
         parts = [c for c in node.named_children]

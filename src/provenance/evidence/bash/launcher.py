@@ -21,6 +21,10 @@ Conventions:
   (``eval``, ``source`` of an unknown file, a ``vllm serve`` hidden in a string).
   Sorted by line. Empty means the argv is exact for this env.
 * ``sourced`` lists the paths the script sources, as evaluated.
+* ``heredocs`` lists the here-documents on the evaluated path (command, file
+  targets, raw body; never expanded or run): ``python3 - <<EOF`` bodies that
+  patch the engine and ``cat > f <<EOF`` config files are evidence a linker
+  should flag.
 * Errors: an unparsable script, or one exceeding the evaluation bounds (size,
   nesting, steps, loop iterations, call depth, value size), raises
   :class:`~provenance.errors.InputError` with path and line. Nothing else is
@@ -44,6 +48,20 @@ from provenance.evidence.bash.values import Text, holes, render
 from provenance.evidence.record import PartialMarker
 
 
+class Heredoc(BaseModel):
+    """A here-document on the evaluated path (engine patch or generated config)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    line: int
+    command: list[str]
+    targets: list[str]
+    delimiter: str
+    expands: bool
+    body: str
+
+
 class LauncherResult(BaseModel):
     """What a launcher would serve for one env (see module docstring)."""
 
@@ -54,6 +72,7 @@ class LauncherResult(BaseModel):
     partial: list[PartialMarker]
     served: bool
     sourced: list[str] = Field(default_factory=list)
+    heredocs: list[Heredoc] = Field(default_factory=list)
 
 
 def evaluate_launcher(
@@ -74,6 +93,18 @@ def evaluate_launcher(
 
 def launcher_result(evaluation: Evaluation) -> LauncherResult:
     markers: list[PartialMarker] = list(evaluation.markers)
+    heredocs = [
+        Heredoc(
+            path=h.path,
+            line=h.line,
+            command=list(h.command),
+            targets=list(h.targets),
+            delimiter=h.delimiter,
+            expands=h.expands,
+            body=h.body,
+        )
+        for h in evaluation.heredocs
+    ]
     if not evaluation.serves:
         return LauncherResult(
             argv=None,
@@ -81,6 +112,7 @@ def launcher_result(evaluation: Evaluation) -> LauncherResult:
             partial=_ordered(markers),
             served=False,
             sourced=list(evaluation.sourced),
+            heredocs=heredocs,
         )
     serve: ServeCapture = evaluation.serves[0]
     if len(evaluation.serves) > 1:
@@ -107,6 +139,7 @@ def launcher_result(evaluation: Evaluation) -> LauncherResult:
         partial=_ordered(markers),
         served=True,
         sourced=list(evaluation.sourced),
+        heredocs=heredocs,
     )
 
 
