@@ -143,6 +143,7 @@ class Judge:
         self.graph = graph
         self.classify = classify
         self._candidates: dict[tuple[str, str, DeploymentKind], list[IndexedRecord]] = {}
+        self._any_kind: dict[tuple[str, str], list[IndexedRecord]] = {}
         self._roles: dict[tuple[str, str, DeploymentKind, str, FlagSet], RoleJudgement] = {}
         self._outcomes: dict[CombinationKey, Outcome] = {}
 
@@ -156,6 +157,16 @@ class Judge:
         if found is None:
             found = self.graph.in_scope(self.scope_of(model_id, hardware, kind), model_id)
             self._candidates[key] = found
+        return found
+
+    def any_kind(self, model_id: str, hardware: str, kind: DeploymentKind) -> list[IndexedRecord]:
+        """Records of any deployment kind for this checkpoint and hardware (memoised)."""
+        key = (model_id, hardware)
+        found = self._any_kind.get(key)
+        if found is None:
+            scope = self.scope_of(model_id, hardware, kind)
+            found = self.graph.same_checkpoint_hardware(scope, model_id)
+            self._any_kind[key] = found
         return found
 
     # Role level -------------------------------------------------------------
@@ -404,10 +415,9 @@ class Judge:
     ) -> list[Reason]:
         if not judgements:
             return []
-        scope = self.scope_of(key.model_id, key.hardware, key.kind)
         others = [
             r
-            for r in self.graph.same_checkpoint_hardware(scope, key.model_id)
+            for r in self.any_kind(key.model_id, key.hardware, key.kind)
             if r.scope.kind != key.kind and all(r.major.get(j.role) == j.flags for j in judgements)
         ]
         if not others:
