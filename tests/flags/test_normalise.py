@@ -503,6 +503,12 @@ MAPPING_EQUIVALENT: list[tuple[str, dict[str, object], dict[str, object]]] = [
         {"block-size": 128},
     ),
     ("leading-dashes-allowed", {"--block-size": 128}, {"block-size": 128}),
+    # InferenceX DEP workers write tensor-parallel-size: 1 and pipeline-parallel-size: 1.
+    (
+        "one-by-default-vs-absent",
+        {"tensor-parallel-size": 1, "pipeline-parallel-size": "1", "data-parallel-size": 2},
+        {"data-parallel-size": 2},
+    ),
 ]
 
 

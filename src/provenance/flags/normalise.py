@@ -52,6 +52,7 @@ from provenance.flags.model import FlagSet
 __all__ = [
     "BOOLEAN_FLAGS",
     "FALSE_BY_DEFAULT",
+    "ONE_BY_DEFAULT",
     "SHORT_OPTIONS",
     "ConfigMerge",
     "NormalisedCommand",
@@ -199,6 +200,14 @@ FALSE_BY_DEFAULT: frozenset[str] = frozenset(
         "language_model_only",
         "trust_remote_code",
     }
+)
+
+#: Parallel sizes whose vLLM default is ``1``: an explicit ``1`` says the same as
+#: leaving the flag out, so it is dropped like the false booleans above. InferenceX
+#: srt-slurm recipes write ``tensor-parallel-size: 1`` and ``pipeline-parallel-size: 1``
+#: for DEP workers; the recipes site never writes them.
+ONE_BY_DEFAULT: frozenset[str] = frozenset(
+    {"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"}
 )
 
 #: Flags whose value vLLM takes as one or more tokens (``nargs="+"``). Their
@@ -595,6 +604,10 @@ def _flagset(
         if out.get(name) == "false":
             del out[name]
             notes.append(f"{name}=false is vLLM's default: dropped")
+    for name in sorted(ONE_BY_DEFAULT):
+        if out.get(name) == "1":
+            del out[name]
+            notes.append(f"{name}=1 is vLLM's default: dropped")
     for env_name, env_value in (env or {}).items():
         key = _env_key(env_name, source)
         out[key] = _env_value(env_value, key[4:], source)
