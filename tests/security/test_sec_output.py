@@ -39,7 +39,8 @@ from provenance.review.diff_render import write_text as write_diff_text
 
 #: the hostile payload of the evidence (flag value; the PR title gets it minus the newline)
 HOSTILE = (
-    "<img src=x onerror=alert(1)>@everyone `id` | ## h\x1b[2J\x1b]8;;http://evil\x07"
+    "<img src=x onerror=alert(1)>[link=https://e.x]k[/link]@everyone `id` | ## h"
+    "\x1b[2J\x1b]8;;http://evil\x07"
     "\nnext\u202eevil"
 )
 #: the hostile payload of the recipe (a flag value and a variant name)
@@ -171,8 +172,9 @@ def test_json_keeps_the_exact_values(outputs: Outputs) -> None:
 
 FLAGS_BUG = pytest.mark.xfail(
     strict=True,
-    reason="BUG (flags/show.py text table): `provenance flags` prints flag values raw — "
-    "ANSI escapes, bidi overrides and newlines reach the terminal",
+    reason="BUG (cli/flags.py render_text): `provenance flags` prints flag values raw into a "
+    "rich table — ANSI escapes, bidi overrides and newlines reach the terminal, and rich "
+    "markup in a value ([link=…], [bold]) is interpreted",
 )
 
 
@@ -192,6 +194,25 @@ def test_terminal_output_has_no_control_sequences(outputs: Outputs, name: str) -
     text = outputs.terminal[name]
     assert not UNSAFE_CHARS.search(text), (name, UNSAFE_CHARS.findall(text))
     assert not re.search(r"^next", text, re.M), "a newline in a value started a new line"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ingest",
+        "audit-text",
+        "explain",
+        "evidence-list",
+        "verify",
+        pytest.param("flags", marks=FLAGS_BUG),
+        "diff-text",
+    ],
+)
+def test_terminal_output_shows_rich_markup_literally(outputs: Outputs, name: str) -> None:
+    """rich markup in a value (``[link=…]``) must be shown, not interpreted (OSC 8 links)."""
+    text = outputs.terminal[name]
+    if "onerror" in text:
+        assert "[link=https://e.x]k[/link]" in text.replace("\n", ""), name
 
 
 def _prose(markdown: str) -> str:
