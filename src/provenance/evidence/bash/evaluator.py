@@ -17,9 +17,18 @@ its environment — a ``$(ls ...)`` in a condition whose branches do the same
 thing costs nothing. When a condition is unknown both branches are evaluated
 and their states joined: a variable equal in both keeps its value, one that
 differs becomes a hole naming the condition. A branch that ``exit``s is
-dropped (the evidence is the run that reached the serve command); a loop whose
-iterations cannot be followed exactly is not run: the variables it assigns
-become holes.
+dropped (the evidence is the run that reached the serve command). Loops are
+unrolled while their iteration is known (word list, condition); a loop whose
+iterations cannot be followed exactly (unknown words or condition, or a
+``break``/``continue`` under an unknown condition) is not run: the variables it
+and the functions it calls assign become holes, and serve commands in its body
+are reported with a ``loop`` marker. ``return`` under an unknown condition
+joins the returning path at the end of the function.
+
+Parts of a command that are data, not code, are recorded: here-documents
+(``heredocs``) and sourced paths (``sourced``). ``source`` of a helper is
+followed only when its text is passed in (``helpers``); ``benchmark_lib.sh``
+is otherwise replaced by the facts in :mod:`.benchmark_lib`.
 
 Bounded: a step budget, an iteration cap, a call-depth cap and a cap on the
 size of any value; exceeding one raises :class:`~provenance.errors.InputError`
@@ -742,7 +751,7 @@ class Evaluator:
         run: Callable[[State], None],
         loop_marker: PartialMarker,
     ) -> None:
-        """Run a loop exactly when every iteration is known; otherwise havoc what it assigns."""
+        """Unroll a loop while its iteration is known; otherwise havoc what it assigns."""
         sub = st.copy()
         failure: _UnevaluableSignal | None = None
         self.loop_bases.append(self.fork_depth)
