@@ -513,3 +513,13 @@ def test_custom_ifs() -> None:
 def test_multi_line_double_quoted_string_keeps_its_newlines() -> None:
     script = 'CFG="{\n  \\"k\\": $K,\n  \\"m\\": 1\n}"\nvllm serve --cfg "$CFG"\n'
     assert args_of(script, K="3") == ["--cfg", '{\n  "k": 3,\n  "m": 1\n}']
+
+
+def test_loop_havoc_covers_unset_and_assign_default() -> None:
+    script = (
+        "A=1\nB=\n"
+        "for f in $(ls /models); do unset A; : \"${B:=x}\"; done\n"
+        'vllm serve "$A" "$B"\n'
+    )
+    result = evaluate(script)
+    assert result.argv == ["vllm", "serve", "<unevaluated:loop>", "<unevaluated:loop>"]

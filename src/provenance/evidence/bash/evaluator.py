@@ -2575,52 +2575,65 @@ def _assigned_names_with_calls(node: Node, functions: Mapping[str, FunctionDef |
     return names
 
 
-def _called_names(node: Node) -> set[str]:
-    called: set[str] = set()
+def _descendants(node: Node) -> Iterator[Node]:
     stack = [node]
     while stack:
         current = stack.pop()
+        yield current
+        stack.extend(current.children)
+
+
+def _called_names(node: Node) -> set[str]:
+    called: set[str] = set()
+    for current in _descendants(node):
         if current.type == "command":
             name_node = current.child_by_field_name("name")
             if name_node is not None:
                 called.add(node_text(name_node))
-        stack.extend(current.children)
     return called
 
 
+_ARITH_ASSIGN: Final = frozenset({"++", "--", "=", "+=", "-=", "*=", "/=", "%="})
+_READING_COMMANDS: Final = frozenset({"read", "mapfile", "readarray", "printf", "let", "getopts"})
+
+
 def _assigned_names(node: Node) -> set[str]:
-    """Variables a loop body may assign (havoc set), found syntactically."""
+    """Variables a loop body may assign, unset or declare (havoc set), found syntactically."""
     names: set[str] = set()
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if current.type == "variable_assignment":
+    for current in _descendants(node):
+        kind = current.type
+        if kind == "variable_assignment":
             name_node = current.child_by_field_name("name")
+            if name_node is not None and name_node.type == "subscript":
+                name_node = name_node.child_by_field_name("name") or name_node
             if name_node is not None:
-                if name_node.type == "subscript":
-                    name_node = name_node.child_by_field_name("name") or name_node
                 names.add(node_text(name_node))
-        elif current.type in ("for_statement",):
+        elif kind == "for_statement":
             var_node = current.child_by_field_name("variable")
             if var_node is not None:
                 names.add(node_text(var_node))
-        elif current.type in ("postfix_expression", "unary_expression", "binary_expression"):
-            for child in current.named_children:
-                if child.type in ("variable_name", "word") and any(
-                    op.type in ("++", "--", "=", "+=", "-=", "*=", "/=", "%=")
-                    for op in current.children
-                ):
-                    names.add(node_text(child))
-        elif current.type == "command":
+        elif kind in ("unset_command", "declaration_command"):
+            names.update(node_text(c) for c in current.named_children if c.type == "variable_name")
+            if kind == "unset_command":
+                names.update(node_text(c) for c in current.named_children if c.type == "word")
+        elif kind == "expansion" and any(c.type in (":=", "=") for c in current.children):
+            target = next((c for c in current.named_children if c.type == "variable_name"), None)
+            if target is not None:
+                names.add(node_text(target))
+        elif kind in ("postfix_expression", "unary_expression", "binary_expression"):
+            if any(op.type in _ARITH_ASSIGN for op in current.children):
+                names.update(
+                    node_text(c)
+                    for c in current.named_children
+                    if c.type in ("variable_name", "word")
+                )
+        elif kind == "command":
             name_node = current.child_by_field_name("name")
-            head = node_text(name_node) if name_node is not None else ""
-            if head in ("read", "mapfile", "readarray", "printf", "let", "getopts"):
+            if name_node is not None and node_text(name_node) in _READING_COMMANDS:
                 for child in current.named_children[1:]:
-                    text = node_text(child)
-                    match = re.match(r"[A-Za-z_][A-Za-z0-9_]*", text)
+                    match = re.match(r"[A-Za-z_][A-Za-z0-9_]*", node_text(child))
                     if match:
                         names.add(match.group(0))
-        stack.extend(current.children)
     return names
 
 
