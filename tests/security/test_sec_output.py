@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,9 +29,11 @@ from sec_fixtures import (
     LAUNCH_B300,
     LAUNCHER,
     MASTER,
+    MASTER_SINGLE,
     RUNNERS,
     RUNNERS_PATH,
     RepoBuilder,
+    base_files,
     reduced_recipes_root,
 )
 
@@ -44,7 +50,9 @@ HOSTILE = (
     "\nnext\u202eevil"
 )
 #: the hostile payload of the recipe (a flag value and a variant name)
-HOSTILE_RECIPE = "<script>alert(2)</script>@octocat ``x`` |\x1b[31m\u2066rtl"
+HOSTILE_RECIPE = (
+    "<script>alert(2)</script>[link=https://e.x]k[/link]@octocat ``x`` |\x1b[31m\u2066rtl"
+)
 HOSTILE_VARIANT = "nv<b>@here"
 SCRIPT = "benchmarks/single_node/fixed_seq_len/minimaxm3_fp4_b300.sh"
 MASTER_M3 = """\
@@ -121,6 +129,9 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outputs]:
     terminal["evidence-list"] = _invoke(["evidence", "list", *dirs])
     terminal["verify"] = _invoke(["verify", *dirs])
     terminal["flags"] = _invoke(["flags", "--", "vllm", "serve", "m", "--kv-cache-dtype", HOSTILE])
+    terminal["combos-table"] = _invoke(
+        ["combos", "MiniMaxAI/MiniMax-M3", "--recipes-root", str(recipes), "--format", "table"]
+    )
     json_text = _invoke([*audit, "--format", "json"])
     report = AuditReport.model_validate_json(json_text)
     diff = diff_reports(None, report, base_label="base", head_label="head")
@@ -178,6 +189,14 @@ FLAGS_BUG = pytest.mark.xfail(
 )
 
 
+COMBOS_BUG = pytest.mark.xfail(
+    strict=True,
+    reason="BUG (cli/combos.py write_table): `provenance combos --format table` puts recipe "
+    "values (variant names, argv) raw into a rich table — escape sequences reach the "
+    "terminal and rich markup is interpreted",
+)
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -187,6 +206,7 @@ FLAGS_BUG = pytest.mark.xfail(
         "evidence-list",
         "verify",
         pytest.param("flags", marks=FLAGS_BUG),
+        pytest.param("combos-table", marks=COMBOS_BUG),
         "diff-text",
     ],
 )
@@ -205,13 +225,14 @@ def test_terminal_output_has_no_control_sequences(outputs: Outputs, name: str) -
         "evidence-list",
         "verify",
         pytest.param("flags", marks=FLAGS_BUG),
+        pytest.param("combos-table", marks=COMBOS_BUG),
         "diff-text",
     ],
 )
 def test_terminal_output_shows_rich_markup_literally(outputs: Outputs, name: str) -> None:
     """rich markup in a value (``[link=…]``) must be shown, not interpreted (OSC 8 links)."""
     text = outputs.terminal[name]
-    if "onerror" in text:
+    if "onerror" in text or "octocat" in text:
         assert "[link=https://e.x]k[/link]" in text.replace("\n", ""), name
 
 
@@ -246,3 +267,50 @@ def test_html_keeps_values_as_data(outputs: Outputs) -> None:
     for raw in ("<img", "<script>alert", "<b>@here", "\x1b"):
         assert raw not in page, raw
     assert page.count("<script") == 2  # the data block and the page's own script
+
+
+def _run_on_a_tty(args: list[str], cwd: Path) -> str:
+    """Run ``provenance ARGS`` with stdout and stderr on a pseudo-terminal; return what it drew."""
+    leader, follower = os.openpty()
+    child = subprocess.Popen(
+        [sys.executable, "-c", "from provenance.cli.main import main; main()", *args],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=follower,
+        env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "160"},
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    child.wait(timeout=120)
+    os.close(leader)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG (cli/ingest_inferencex.py _progress_bar): on a terminal the progress bar shows "
+    "each config key through rich markup — a hostile key becomes an OSC-8 hyperlink and its "
+    "escape sequences reach the terminal",
+)
+def test_ingest_progress_bar_on_a_terminal_is_inert(tmp_path: Path) -> None:
+    builder = RepoBuilder(tmp_path / "inferencex")
+    files = base_files()
+    hostile_key = '"toy-[link=https://e.x]CLICK[/link]-\\e[41mRED":'
+    # one key only, so it is the last description the bar draws
+    files[MASTER] = MASTER_SINGLE.replace("toy-fp4-b300-vllm-mtp:", hostile_key)
+    builder.commit("hostile key (#1)", files)
+    drawn = _run_on_a_tty(
+        ["ingest", "inferencex", str(builder.root), "--ledger", "l", "--evidence", "e"], tmp_path
+    )
+    assert "records:" in drawn, drawn[-2000:]
+    assert "\x1b]8;" not in drawn, "a config key became a terminal hyperlink"
+    assert "\x1b[41mRED" not in drawn, "a config key's escape sequence reached the terminal"
