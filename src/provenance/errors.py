@@ -30,6 +30,14 @@ EXIT_INTEGRITY = 4
 EXIT_NETWORK = 5
 
 
+def _inert(text: str) -> str:
+    """Each line of a diagnostic made terminal-safe: key paths, file names and values in
+    messages come from untrusted files (a YAML key can hold an escape sequence)."""
+    from provenance.escaping import terminal
+
+    return "\n".join(terminal(line) for line in text.split("\n"))
+
+
 @dataclass(frozen=True)
 class SourceLocation:
     """A place in an input file. ``line``/``column`` are 1-based; ``key_path`` is dotted."""
@@ -62,11 +70,11 @@ class ProvenanceError(Exception):
         self.hint = hint
 
     def diagnostic(self) -> str:
-        """The full, user-facing text of this error (no traceback)."""
+        """The full, user-facing text of this error (no traceback), safe for a terminal."""
         text = f"{self.label}: {self.message}"
         if self.hint:
             text += f"\n  hint: {self.hint}"
-        return text
+        return _inert(text)
 
 
 class UsageError(ProvenanceError):
@@ -105,7 +113,7 @@ class InputError(ProvenanceError):
         text = f"{self.label}: {where}{self.message}"
         if self.hint:
             text += f"\n  hint: {self.hint}"
-        return text
+        return _inert(text)
 
     def __str__(self) -> str:
         where = f"{self.location.render()}: " if self.location else ""
