@@ -39,6 +39,7 @@ from sec_fixtures import (
 
 from provenance.audit.model import AuditReport
 from provenance.cli.main import cli
+from provenance.errors import InputError
 from provenance.review.diff import diff_reports
 from provenance.review.diff_render import write_markdown as write_diff_markdown
 from provenance.review.diff_render import write_text as write_diff_text
@@ -314,3 +315,17 @@ def test_ingest_progress_bar_on_a_terminal_is_inert(tmp_path: Path) -> None:
     assert "records:" in drawn, drawn[-2000:]
     assert "\x1b]8;" not in drawn, "a config key became a terminal hyperlink"
     assert "\x1b[41mRED" not in drawn, "a config key's escape sequence reached the terminal"
+
+
+def test_error_diagnostics_are_terminal_safe(tmp_path: Path) -> None:
+    """A YAML key is untrusted: the file:line (key.path) of an error must not carry its escapes."""
+    error = InputError(
+        "duplicate key 'b\\x1b[41mX'", path="d\x1b]8;;x\x07.yaml", line=3, key_path="b\x1b[41mX"
+    )
+    assert not UNSAFE_CHARS.search(error.diagnostic())
+    assert "b\\x1b[41mX" in error.diagnostic()
+    hostile = tmp_path / "dup.yaml"
+    hostile.write_text('a: 1\n"b\\e[41mX\\u202e": 2\n"b\\e[41mX\\u202e": 3\n')
+    drawn = _run_on_a_tty(["flags", "--yaml", str(hostile)], tmp_path)
+    assert "duplicate key" in drawn, drawn
+    assert "\x1b[41m" not in drawn and "\u202e" not in drawn, repr(drawn)
