@@ -517,9 +517,7 @@ def test_multi_line_double_quoted_string_keeps_its_newlines() -> None:
 
 def test_loop_havoc_covers_unset_and_assign_default() -> None:
     script = (
-        "A=1\nB=\n"
-        "for f in $(ls /models); do unset A; : \"${B:=x}\"; done\n"
-        'vllm serve "$A" "$B"\n'
+        'A=1\nB=\nfor f in $(ls /models); do unset A; : "${B:=x}"; done\nvllm serve "$A" "$B"\n'
     )
     result = evaluate(script)
     assert result.argv == ["vllm", "serve", "<unevaluated:loop>", "<unevaluated:loop>"]
