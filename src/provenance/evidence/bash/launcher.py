@@ -19,13 +19,18 @@ Conventions:
 * ``partial`` lists holes that reach ``argv``/``env``, conditions that decide
   whether the serve command runs, and constructs that could change anything
   (``eval``, ``source`` of an unknown file, a ``vllm serve`` hidden in a string).
-  Sorted by line. Empty means the argv is exact for this env.
+  Sorted by line. Empty means the argv is exact for this env. A launcher that
+  reaches ``vllm serve`` more than once (a sweep loop) reports the first, with
+  a ``multiple-serve`` marker. Paths that ``exit`` are not the evidence and are
+  dropped without a marker.
 * ``sourced`` lists the paths the script sources, as evaluated.
 * ``heredocs`` lists the here-documents on the evaluated path (command, file
   targets, raw body; never expanded or run): ``python3 - <<EOF`` bodies that
   patch the engine and ``cat > f <<EOF`` config files are evidence a linker
   should flag.
-* Errors: an unparsable script, or one exceeding the evaluation bounds (size,
+* Errors: an unparsable script (tree-sitter-bash ``ERROR``/``MISSING`` node),
+  text the parser cannot safely read (NUL, lone surrogates, a character above
+  U+00FF right after ``{``), or one exceeding the evaluation bounds (size,
   nesting, steps, loop iterations, call depth, value size), raises
   :class:`~provenance.errors.InputError` with path and line. Nothing else is
   raised for any input text.
