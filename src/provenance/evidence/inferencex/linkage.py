@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
+import functools
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -444,8 +445,13 @@ class _ChangelogEntry(BaseModel):
 
 def key_glob_matches(pattern: str, key: str) -> bool:
     """InferenceX changelog globs: ``*`` is the only wildcard, matched against the whole key."""
-    escaped = re.escape(pattern).replace(r"\*", ".*")
-    return re.fullmatch(escaped, key) is not None
+    return _key_glob(pattern).fullmatch(key) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _key_glob(pattern: str) -> re.Pattern[str]:
+    """The compiled regex of a changelog glob (every changelog entry is matched per PR)."""
+    return re.compile(re.escape(pattern).replace(r"\*", ".*"))
 
 
 def changelog_links(
