@@ -19,6 +19,7 @@ that location.
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -346,16 +347,26 @@ def load_yaml_bytes(raw: bytes, path: str, *, identical_duplicates: bool = False
 
 
 def load_yaml(path: str | Path, *, display_path: str | None = None) -> LoadedYaml:
-    """Read and parse a YAML file from disk."""
+    """Read and parse a YAML file from disk.
+
+    Only regular files are read, and never more than the size limit: a checkout
+    can hold a symlink to ``/dev/zero`` or a FIFO, whose ``stat`` size says 0.
+    """
     shown = display_path or str(path)
     file = Path(path)
     try:
-        size = file.stat().st_size
-        if size > MAX_YAML_BYTES:
+        info = file.stat()
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError("not a regular file (device, FIFO or socket)", path=shown)
+        if info.st_size > MAX_YAML_BYTES:
             raise InputError(
-                f"YAML file is {size} bytes, over the {MAX_YAML_BYTES}-byte limit", path=shown
+                f"YAML file is {info.st_size} bytes, over the {MAX_YAML_BYTES}-byte limit",
+                path=shown,
             )
-        raw = file.read_bytes()
+        with file.open("rb") as handle:
+            raw = handle.read(MAX_YAML_BYTES + 1)
     except FileNotFoundError:
         raise InputError("file not found", path=shown) from None
     except IsADirectoryError:
