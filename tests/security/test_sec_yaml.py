@@ -9,6 +9,7 @@ byte-identical.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tracemalloc
 from pathlib import Path
@@ -30,7 +31,7 @@ from sec_fixtures import (
 
 from provenance import safe_yaml
 from provenance.cli.main import cli
-from provenance.errors import EXIT_INPUT, InputError
+from provenance.errors import EXIT_INPUT, InputError, UnsafeInputError
 from provenance.evidence.inferencex.srt_slurm import load_recipe_bytes
 from provenance.ledger.ledger_dir import Ledger
 from provenance.recipes.loader import load_recipe, load_recipes_root
@@ -364,3 +365,63 @@ def test_every_yaml_reading_command_exits_3(recipes_copy: Path, tmp_path: Path) 
                 assert not graph_out.exists()
         finally:
             model.write_bytes(good)
+
+
+def test_devices_and_fifos_are_refused_without_reading(tmp_path: Path) -> None:
+    """A checkout can hold a symlink to /dev/zero (endless) or a FIFO (blocks on open)."""
+    zero = tmp_path / "zero.yaml"
+    zero.symlink_to("/dev/zero")
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    for path in (zero, fifo):
+        with pytest.raises(InputError, match="not a regular file"):
+            load_yaml(path)
+    ledger_root = tmp_path / "ledger"
+    (ledger_root / "prs").mkdir(parents=True)
+    (tmp_path / "evidence").mkdir()
+    (ledger_root / "declarations.yaml").symlink_to("/dev/zero")
+    result = CliRunner().invoke(
+        cli, ["verify", "--ledger", str(ledger_root), "--evidence", str(tmp_path / "evidence")]
+    )
+    assert result.exit_code == EXIT_INPUT, result.output
+    assert "not a regular file" in result.output
+
+
+def test_recipe_symlinked_to_dev_zero_exits_3(recipes_copy: Path, tmp_path: Path) -> None:
+    model = recipes_copy / MODEL_FILE
+    good = model.read_bytes()
+    model.unlink()
+    model.symlink_to("/dev/zero")
+    (tmp_path / "l").mkdir()
+    (tmp_path / "e").mkdir()
+    dirs = ["--ledger", str(tmp_path / "l"), "--evidence", str(tmp_path / "e")]
+    try:
+        result = CliRunner().invoke(
+            cli, ["audit", "MiniMaxAI/MiniMax-M3", "--recipes-root", str(recipes_copy), *dirs]
+        )
+    finally:
+        model.unlink()
+        model.write_bytes(good)
+    assert result.exit_code == EXIT_INPUT, result.output
+    assert "not a regular file" in result.output
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG (recipes/loader.py): a recipe, taxonomy or strategy file committed as a "
+    "symlink to a file outside the recipes root is followed — a recipes PR can make the CI "
+    "runner read any file it can (error messages then quote its key names)",
+)
+def test_recipe_symlinked_outside_the_root_is_refused(recipes_copy: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "runner-secrets.yaml"
+    outside.write_text("model:\n  private_key_name: x\n")
+    model = recipes_copy / MODEL_FILE
+    good = model.read_bytes()
+    model.unlink()
+    model.symlink_to(outside)
+    try:
+        with pytest.raises(UnsafeInputError):
+            load_recipe(load_recipes_root(recipes_copy), "MiniMaxAI/MiniMax-M3")
+    finally:
+        model.unlink()
+        model.write_bytes(good)
