@@ -26,6 +26,7 @@ from sec_fixtures import (
     RepoBuilder,
     base_files,
     commit_raw,
+    reduced_recipes_root,
     tree_state,
 )
 
@@ -425,3 +426,31 @@ def test_recipe_symlinked_outside_the_root_is_refused(recipes_copy: Path, tmp_pa
     finally:
         model.unlink()
         model.write_bytes(good)
+
+
+def test_the_ci_audit_reads_recipes_from_git_and_refuses_hostile_heads(tmp_path: Path) -> None:
+    """``audit --repo --base --head`` (what the GitHub Action runs on a recipes PR)."""
+    recipes = reduced_recipes_root(tmp_path / "checkout")
+    builder = RepoBuilder(recipes)
+    builder.repo.git.add("-A")
+    builder.repo.git.commit("-q", "-m", "base")
+    base = str(builder.repo.head.commit.hexsha)
+    heads: dict[str, tuple[str, str]] = {}
+    for name, change in {
+        "model-symlink": {MODEL_FILE: "->/etc/passwd"},
+        "taxonomy-symlink": {"taxonomy.yaml": "->/etc/passwd"},
+        "alias-bomb": {MODEL_FILE: CASES["alias-bomb"].raw.decode()},
+        "duplicate-key": {MODEL_FILE: CASES["duplicate-key"].raw.decode()},
+    }.items():
+        builder.repo.git.checkout("-q", base)
+        heads[name] = (builder.commit(name, dict(change)), next(iter(change)))
+    builder.repo.git.checkout("-q", base)
+    (tmp_path / "l").mkdir()
+    (tmp_path / "e").mkdir()
+    for name, (head, path) in heads.items():
+        args = ["audit", "--repo", str(recipes), "--base", base, "--head", head]
+        args += ["--ledger", str(tmp_path / "l"), "--evidence", str(tmp_path / "e")]
+        result = CliRunner().invoke(cli, [*args, "--format", "markdown"])
+        assert result.exit_code == EXIT_INPUT, (name, result.output)
+        label = "unsafe input" if "symlink" in name else "invalid input"
+        assert result.output.startswith(label) and path in result.output, (name, result.output)
