@@ -143,7 +143,10 @@ class Judge:
         self.graph = graph
         self.classify = classify
         self._candidates: dict[tuple[str, str, DeploymentKind], list[IndexedRecord]] = {}
-        self._any_kind: dict[tuple[str, str], list[IndexedRecord]] = {}
+        self._any_kind: dict[tuple[str, str], dict[tuple[str, FlagSet], list[IndexedRecord]]] = {}
+        self._setters: dict[
+            tuple[str, str, DeploymentKind, str], dict[tuple[str, str], tuple[EvidenceRef, ...]]
+        ] = {}
         self._roles: dict[tuple[str, str, DeploymentKind, str, FlagSet], RoleJudgement] = {}
         self._outcomes: dict[CombinationKey, Outcome] = {}
 
@@ -159,14 +162,37 @@ class Judge:
             self._candidates[key] = found
         return found
 
-    def any_kind(self, model_id: str, hardware: str, kind: DeploymentKind) -> list[IndexedRecord]:
-        """Records of any deployment kind for this checkpoint and hardware (memoised)."""
+    def any_kind(
+        self, model_id: str, hardware: str, kind: DeploymentKind, role: str, flags: FlagSet
+    ) -> list[IndexedRecord]:
+        """Records of any deployment kind for this checkpoint and hardware whose ``role`` has
+        exactly ``flags`` (indexed once per checkpoint and hardware)."""
         key = (model_id, hardware)
-        found = self._any_kind.get(key)
-        if found is None:
+        index = self._any_kind.get(key)
+        if index is None:
+            index = {}
             scope = self.scope_of(model_id, hardware, kind)
-            found = self.graph.same_checkpoint_hardware(scope, model_id)
-            self._any_kind[key] = found
+            for record in self.graph.same_checkpoint_hardware(scope, model_id):
+                for record_role, record_flags in record.major.items():
+                    index.setdefault((record_role, record_flags), []).append(record)
+            self._any_kind[key] = index
+        return index.get((role, flags), [])
+
+    def setters(
+        self, model_id: str, hardware: str, kind: DeploymentKind, role: str
+    ) -> dict[tuple[str, str], tuple[EvidenceRef, ...]]:
+        """``(key, value)`` → the in-scope records whose ``role`` sets it, in candidate order."""
+        index_key = (model_id, hardware, kind, role)
+        found = self._setters.get(index_key)
+        if found is None:
+            lists: dict[tuple[str, str], list[EvidenceRef]] = {}
+            for record in self.candidates(model_id, hardware, kind):
+                flags = record.major.get(role)
+                if flags is not None:
+                    for item in flags.items():
+                        lists.setdefault(item, []).append(evidence_ref(record))
+            found = {item: tuple(refs) for item, refs in lists.items()}
+            self._setters[index_key] = found
         return found
 
     # Role level -------------------------------------------------------------
@@ -185,14 +211,13 @@ class Judge:
     ) -> RoleJudgement:
         candidates = tuple(r for r in self.candidates(model_id, hardware, kind) if role in r.major)
         exact = tuple(r for r in candidates if r.major[role] == flags)
+        setters = self.setters(model_id, hardware, kind, role)
         provenance = tuple(
             FlagProvenance(
                 key=key,
                 value=value,
                 cls=self.classify(key),
-                evidence=tuple(
-                    evidence_ref(r) for r in candidates if r.major[role].get(key) == value
-                ),
+                evidence=setters.get((key, value), ()),
             )
             for key, value in flags.items()
         )
@@ -415,9 +440,10 @@ class Judge:
     ) -> list[Reason]:
         if not judgements:
             return []
+        first = judgements[0]
         others = [
             r
-            for r in self.any_kind(key.model_id, key.hardware, key.kind)
+            for r in self.any_kind(key.model_id, key.hardware, key.kind, first.role, first.flags)
             if r.scope.kind != key.kind and all(r.major.get(j.role) == j.flags for j in judgements)
         ]
         if not others:
