@@ -72,3 +72,17 @@ def test_construct_equals_model_construct(cls: type[BaseModel], values: dict[str
 def test_constructed_selection_round_trips_through_validation() -> None:
     fast = construct(Selection, dict(CASES[0][1]))
     assert Selection.model_validate_json(fast.model_dump_json()) == fast
+
+
+def test_shared_fields_set_is_never_changed_by_copies() -> None:
+    first = construct(Selection, dict(CASES[0][1]))
+    second = construct(Selection, dict(CASES[0][1]))
+    shared = set(first.model_fields_set)
+    copied = first.model_copy(update={"variant": "mxfp8"})
+    deep = second.model_copy(deep=True)
+    assert copied.variant == "mxfp8" and first.variant == "nvfp4"
+    assert (
+        first.model_fields_set == second.model_fields_set == shared == set(Selection.model_fields)
+    )
+    assert deep == second
+    assert first.model_dump(exclude_unset=True) == first.model_dump()

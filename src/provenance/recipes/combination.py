@@ -14,6 +14,7 @@ EnvValue = str | int | float | bool | None
 
 _Model = TypeVar("_Model", bound=BaseModel)
 _new = object.__new__
+_ALL_FIELDS: dict[type[BaseModel], set[str]] = {}
 _set = object.__setattr__
 
 
@@ -24,11 +25,19 @@ def construct(cls: type[_Model], values: dict[str, Any]) -> _Model:
     enumeration and the renderer build one model per selection and per role
     (hundreds of thousands for one recipe). The result is equal to
     ``model_construct``'s, field set included (``tests/recipes/test_construct.py``).
-    ``values`` becomes the instance's ``__dict__``: pass a fresh dict.
+    ``values`` becomes the instance's ``__dict__``: pass a fresh dict. Every
+    instance of ``cls`` built here shares one fields-set object (all fields are
+    set; a frozen model never adds to it, and ``model_copy`` copies it first):
+    a set of ten names is 728 bytes, as much again as the selection's values.
     """
+    fields_set = _ALL_FIELDS.get(cls)
+    if fields_set is None or len(values) != len(fields_set):
+        fields_set = set(values)
+        if fields_set == set(cls.model_fields):
+            _ALL_FIELDS[cls] = fields_set
     instance = _new(cls)
     _set(instance, "__dict__", values)
-    _set(instance, "__pydantic_fields_set__", set(values))
+    _set(instance, "__pydantic_fields_set__", fields_set)
     _set(instance, "__pydantic_extra__", None)
     _set(instance, "__pydantic_private__", None)
     return instance
