@@ -9,7 +9,7 @@ verifies (every record's hash, no dangling reference, every ledger file
 parses); at the end every write whose process finished is still there
 (records lost: 0), and a final ``provenance verify --inferencex`` re-extracts
 every record from git. ``PROVENANCE_CRASH_ITERATIONS`` raises the number of
-kills (the suite runs 10; the figures in docs/security.md come from 60).
+kills (the suite runs 6; the figures in docs/security.md come from 60).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from provenance.ledger.model import PrRef
 from provenance.ledger.store import EvidenceStore
 from provenance.ledger.verify import verify
 
-ITERATIONS = int(os.environ.get("PROVENANCE_CRASH_ITERATIONS", "10"))
+ITERATIONS = int(os.environ.get("PROVENANCE_CRASH_ITERATIONS", "6"))
 KEYS_PER_COMMIT = 8
 PR_BASE = 10
 REPO_NAME = "SemiAnalysisAI/InferenceX"
