@@ -32,7 +32,7 @@ from sec_fixtures import (
 
 from provenance import safe_yaml
 from provenance.cli.main import cli
-from provenance.errors import EXIT_INPUT, InputError, UnsafeInputError
+from provenance.errors import EXIT_INPUT, EXIT_INTEGRITY, InputError, UnsafeInputError
 from provenance.evidence.inferencex.srt_slurm import load_recipe_bytes
 from provenance.ledger.ledger_dir import Ledger
 from provenance.recipes.loader import load_recipe, load_recipes_root
@@ -454,3 +454,26 @@ def test_the_ci_audit_reads_recipes_from_git_and_refuses_hostile_heads(tmp_path:
         assert result.exit_code == EXIT_INPUT, (name, result.output)
         label = "unsafe input" if "symlink" in name else "invalid input"
         assert result.output.startswith(label) and path in result.output, (name, result.output)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"[" * 200_000 + b"]" * 200_000,
+        b'{"a": ' + b"9" * 100_000 + b"}",
+        b'{"a": 1, "a": 2}',
+        b"\xff\xfe{}",
+        b'{"schema": "provenance.evidence/v1", "id": "sha256:' + b"0" * 64 + b'"}',
+    ],
+    ids=["deep", "huge-int", "duplicate-key", "utf16", "forged-id"],
+)
+def test_hostile_evidence_files_are_integrity_failures(content: bytes, tmp_path: Path) -> None:
+    """An evidence file in a ledger PR is untrusted too: verify and audit exit 4, no traceback."""
+    (tmp_path / "ledger" / "prs").mkdir(parents=True)
+    (tmp_path / "evidence" / "aa").mkdir(parents=True)
+    (tmp_path / "evidence" / "aa" / ("b" * 62 + ".json")).write_bytes(content)
+    dirs = ["--ledger", str(tmp_path / "ledger"), "--evidence", str(tmp_path / "evidence")]
+    for args in (["verify", *dirs], ["graph", *dirs]):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == EXIT_INTEGRITY, (args[0], result.output)
+        assert "Traceback" not in result.output
