@@ -4,9 +4,10 @@
   that works offline — ingest, evidence list, verify, add-sweep, audit in all
   formats (stdout and ``--output`` files), explain, cite, flags, combos, graph,
   schema — prints and writes nothing that contains it.
-* The only network-dependent command, ``provenance ingest sweeps``, degrades
-  with one clear line: without a token it checks nothing (exit 0); with a token
-  and no reachable API it exits 5, without a traceback or the token.
+* The network-dependent commands, ``provenance ingest sweeps`` and ``audit
+  --github-pr``, degrade with one clear line: without a token they check
+  nothing (exit 0); with a token and no reachable API they exit 5, without a
+  traceback or the token.
 * Inside the suite a socket to a non-loopback address is refused
   (pytest-socket, configured in ``pyproject.toml`` ``addopts``).
 """
@@ -154,6 +155,23 @@ def test_the_network_command_degrades_clearly(tmp_path: Path) -> None:
     _assert_clean("ingest sweeps stdout", result_proc.stdout)
     _assert_clean("ingest sweeps stderr", result_proc.stderr)
     assert {p: p.read_bytes() for p in (tmp_path / "ledger").rglob("*.yaml")} == before
+    # audit --github-pr: without a token the PR is not checked (exit 0, said on stderr);
+    # with a token and no API, exit 5 with one clear line and no token
+    recipes = reduced_recipes_root(tmp_path / "recipes")
+    audit = ["audit", "MiniMaxAI/MiniMax-M3", "--recipes-root", str(recipes), *dirs]
+    audit += ["--format", "markdown", "--github-pr", "vllm-project/recipes#1"]
+    offline = CliRunner().invoke(cli, audit, env={"GITHUB_TOKEN": ""})
+    assert offline.exit_code == EXIT_OK, offline.output
+    assert "not checked (no GITHUB_TOKEN)" in offline.output
+    online = run_provenance(
+        [*audit, "--comment"],
+        cwd=tmp_path,
+        env={**env_without, **TOKEN_ENV, "GITHUB_API_URL": closed},
+    )
+    assert online.returncode == EXIT_NETWORK, online.stderr
+    assert online.stderr.startswith("network error: ") and "Traceback" not in online.stderr
+    _assert_clean("audit --github-pr stdout", online.stdout)
+    _assert_clean("audit --github-pr stderr", online.stderr)
 
 
 @pytest.mark.filterwarnings("ignore:A test tried to use socket")
