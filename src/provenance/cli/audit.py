@@ -9,14 +9,10 @@ from typing import Any, TextIO
 
 import click
 
+from provenance.cli.options import audit_filters, enumeration_options
 from provenance.cli.runner import run
 from provenance.errors import EXIT_GATE, EXIT_OK, UsageError
 from provenance.report.formats import FORMATS
-
-
-def _split(values: tuple[str, ...]) -> tuple[str, ...] | None:
-    items = tuple(v.strip() for value in values for v in value.split(",") if v.strip())
-    return items or None
 
 
 def _input_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -54,21 +50,7 @@ def _open_output(path: Path | None) -> TextIO:
 @click.command()
 @click.argument("recipes", nargs=-1)
 @_input_options
-@click.option("--variant", "variants", multiple=True, help="Only these variants (comma list).")
-@click.option("--hardware", multiple=True, help="Only these hardware ids (comma list).")
-@click.option("--strategy", "strategies", multiple=True, help="Only these strategies.")
-@click.option(
-    "--features",
-    type=click.Choice(["all", "default", "none"]),
-    default="all",
-    show_default=True,
-    help="Feature subsets to enumerate.",
-)
-@click.option("--pd-nodes", default="1,2,default", show_default=True, help="PD pool node counts.")
-@click.option(
-    "--pd-pairing", type=click.Choice(["joint", "star"]), default="joint", show_default=True
-)
-@click.option("--kv", default="off", show_default=True, help="KV offload: off, all or a list.")
+@enumeration_options
 @click.option(
     "--format", "fmt", type=click.Choice(sorted(FORMATS)), default="text", show_default=True
 )
@@ -130,18 +112,10 @@ def audit(
     """
 
     def action() -> int:
-        from provenance.audit.run import AuditFilters, AuditInputs, run_audit
+        from provenance.audit.run import AuditInputs, run_audit
         from provenance.report.formats import write_report
 
-        filters = AuditFilters(
-            variants=_split(variants),
-            hardware=_split(hardware),
-            strategies=_split(strategies),
-            features=features,
-            pd_nodes=pd_nodes,
-            pd_pairing=pd_pairing,
-            kv=kv,
-        )
+        filters = audit_filters(variants, hardware, strategies, features, pd_nodes, pd_pairing, kv)
         if comment and not github_pr:
             raise UsageError("--comment needs --github-pr OWNER/REPO#N")
         if repo is not None or base or head:

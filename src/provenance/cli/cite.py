@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from provenance.cli.options import audit_filters, enumeration_options
 from provenance.cli.runner import run
 
 
@@ -23,6 +24,7 @@ from provenance.cli.runner import run
 @click.option("--base", default=None, help="Base revision of the PR.")
 @click.option("--head", default=None, help="Head revision of the PR.")
 @click.option("--lang", default="en", show_default=True, help="en, zh or en,zh.")
+@enumeration_options
 def cite(
     recipes: tuple[str, ...],
     recipes_root: Path | None,
@@ -32,6 +34,13 @@ def cite(
     base: str | None,
     head: str | None,
     lang: str,
+    variants: tuple[str, ...],
+    hardware: tuple[str, ...],
+    strategies: tuple[str, ...],
+    features: str,
+    pd_nodes: str,
+    pd_pairing: str,
+    kv: str,
 ) -> None:
     """Print a markdown citations block for a recipe PR body.
 
@@ -51,6 +60,9 @@ def cite(
             base=base,
             head=head,
             langs=parse_langs(lang),
+            filters=audit_filters(
+                variants, hardware, strategies, features, pd_nodes, pd_pairing, kv
+            ),
         )
         click.echo(cite(request), nl=False)
         return 0

@@ -102,7 +102,19 @@ REASON_TEXT: dict[ReasonCode, dict[Lang, str]] = {
 }
 
 MAX_GUIDE_GROUPS = 40
-MAX_REASONS_PER_GROUP = 4
+MAX_REASONS_PER_GROUP = 6
+
+#: Reasons a reviewer must read first: a value the evidence contradicts, then a flag no
+#: evidence ever set, then shape and co-occurrence problems; frequency breaks ties.
+REASON_PRIORITY: dict[ReasonCode, int] = {
+    ReasonCode.VALUE_MISMATCH: 0,
+    ReasonCode.FLAG_UNEVIDENCED: 1,
+    ReasonCode.TOPOLOGY_MISMATCH: 2,
+    ReasonCode.NEVER_JOINTLY_OBSERVED: 3,
+    ReasonCode.MISSING_FLAG: 4,
+    ReasonCode.EVIDENCE_NOT_VALIDATED: 5,
+    ReasonCode.NO_EVIDENCE: 6,
+}
 
 
 class Backing(BaseModel):
@@ -248,7 +260,10 @@ def build_citations(report: AuditReport, entries: Sequence[LedgerEntry]) -> Cita
 
     guide: list[GuideOnlyGroup] = []
     for (variant, hardware, strategy), group in sorted(groups.items()):
-        lines = sorted(group.reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+        lines = sorted(
+            group.reasons.items(),
+            key=lambda kv: (REASON_PRIORITY[group.first[kv[0]].code], -kv[1], kv[0]),
+        )
         guide.append(
             GuideOnlyGroup(
                 variant=variant,

@@ -1,0 +1,73 @@
+"""Options shared by several commands (the enumeration filters of combos/audit/cite)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+F = Callable[..., Any]
+
+
+def split_list(values: tuple[str, ...]) -> tuple[str, ...] | None:
+    """``("a,b", "c")`` → ``("a", "b", "c")``; nothing given → None (no restriction)."""
+    items = tuple(v.strip() for value in values for v in value.split(",") if v.strip())
+    return items or None
+
+
+def enumeration_options(func: F) -> F:
+    """``--variant/--hardware/--strategy LIST``, ``--features``, ``--pd-nodes``,
+    ``--pd-pairing`` and ``--kv``, with the meaning they have in ``provenance combos``."""
+    options = [
+        click.option(
+            "--variant", "variants", multiple=True, help="Only these variants (comma list)."
+        ),
+        click.option("--hardware", multiple=True, help="Only these hardware ids (comma list)."),
+        click.option("--strategy", "strategies", multiple=True, help="Only these strategies."),
+        click.option(
+            "--features",
+            type=click.Choice(["all", "default", "none"]),
+            default="all",
+            show_default=True,
+            help="Feature subsets to enumerate.",
+        ),
+        click.option(
+            "--pd-nodes", default="1,2,default", show_default=True, help="PD pool node counts."
+        ),
+        click.option(
+            "--pd-pairing",
+            type=click.Choice(["joint", "star"]),
+            default="joint",
+            show_default=True,
+        ),
+        click.option(
+            "--kv", default="off", show_default=True, help="KV offload: off, all or a list."
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def audit_filters(
+    variants: tuple[str, ...],
+    hardware: tuple[str, ...],
+    strategies: tuple[str, ...],
+    features: str,
+    pd_nodes: str,
+    pd_pairing: str,
+    kv: str,
+) -> Any:
+    """The parsed enumeration options as :class:`provenance.audit.run.AuditFilters`."""
+    from provenance.audit.run import AuditFilters
+
+    return AuditFilters(
+        variants=split_list(variants),
+        hardware=split_list(hardware),
+        strategies=split_list(strategies),
+        features=features,
+        pd_nodes=pd_nodes,
+        pd_pairing=pd_pairing,
+        kv=kv,
+    )
