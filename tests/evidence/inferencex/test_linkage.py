@@ -164,3 +164,12 @@ def test_key_blocks_ignore_comment_noise(entries: dict[str, str], noise: list[bo
     changed[first] = changed[first] + "x"
     again = "".join(f"{k}:\n  image: {v}\n" for k, v in changed.items())
     assert key_blocks(again)[first] != key_blocks(plain)[first]
+
+
+@settings(deadline=None)
+@given(st.from_regex(r"[ab*-]{0,8}", fullmatch=True), st.from_regex(r"[ab-]{0,10}", fullmatch=True))
+def test_key_globs_agree_with_a_reference_regex(pattern: str, key: str) -> None:
+    import re
+
+    reference = re.fullmatch(re.escape(pattern).replace(r"\*", ".*"), key) is not None
+    assert key_glob_matches(pattern, key) == reference

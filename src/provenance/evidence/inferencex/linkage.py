@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime as dt
 import fnmatch
-import functools
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -444,14 +443,28 @@ class _ChangelogEntry(BaseModel):
 
 
 def key_glob_matches(pattern: str, key: str) -> bool:
-    """InferenceX changelog globs: ``*`` is the only wildcard, matched against the whole key."""
-    return _key_glob(pattern).fullmatch(key) is not None
+    """InferenceX changelog globs: ``*`` is the only wildcard, matched against the whole key.
 
-
-@functools.lru_cache(maxsize=4096)
-def _key_glob(pattern: str) -> re.Pattern[str]:
-    """The compiled regex of a changelog glob (every changelog entry is matched per PR)."""
-    return re.compile(re.escape(pattern).replace(r"\*", ".*"))
+    Two-pointer matching without regexes: at most about ``len(pattern) * len(key)``
+    steps for any pattern, so a hostile glob in ``perf-changelog.yaml`` cannot
+    backtrack exponentially.
+    """
+    p = k = 0
+    star = -1  # pattern position just after the last '*' seen
+    mark = 0  # key position that '*' is currently stretched to
+    while k < len(key):
+        if p < len(pattern) and pattern[p] == "*":
+            star, mark = p + 1, k
+            p += 1
+        elif p < len(pattern) and pattern[p] == key[k]:
+            p += 1
+            k += 1
+        elif star >= 0:
+            mark += 1
+            p, k = star, mark
+        else:
+            return False
+    return all(ch == "*" for ch in pattern[p:])
 
 
 def changelog_links(
