@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -37,6 +39,7 @@ INFERENCEX = REPO.parent / ".mirror" / "SemiAnalysisAI+InferenceX" / "repo"
 HISTORY = SHARED / "corpus" / "inferencex" / "minimax-history.tsv"
 PROVENANCE = [sys.executable, "-m", "provenance.cli.main"]
 M3 = "MiniMaxAI/MiniMax-M3"
+HARDWARE = "b300"  # synthetic.HARDWARE (not imported: this process stays small)
 SEED_PRS = (2120, 2310, 2314)
 
 
@@ -85,10 +88,20 @@ class Context:
         return ["--ledger", str(ledger), "--evidence", str(evidence)]
 
 
+def helper(*args: str) -> str:
+    """Run ``helpers.py`` in a child (keeps this process small: see helpers.py)."""
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("helpers.py")), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
 def _combinations(report: Path) -> int:
-    with report.open(encoding="utf-8") as handle:
-        data = json.load(handle)
-    return int(data["summary"]["combinations"])
+    return int(helper("combinations", str(report)))
 
 
 def _phases(
@@ -177,34 +190,9 @@ def target_m3(ctx: Context) -> None:
     print("  in-process CPU s: " + ", ".join(f"{k} {v}" for k, v in phases.items()))
 
 
-def _pr_repo(work: Path) -> tuple[Path, str, str]:
-    """A git repository of the embedded recipes root with one commit changing MiniMax-M3."""
-    import git
-    import yaml
-
-    path = work / "pr-repo"
-    if path.exists():
-        shutil.rmtree(path)
-    shutil.copytree(REPO / "recipes", path)
-    repo = git.Repo.init(path)
-    repo.git.config("user.email", "bench@example.invalid")
-    repo.git.config("user.name", "bench")
-    model = path / "models" / "MiniMaxAI" / "MiniMax-M3.yaml"
-    original = model.read_text(encoding="utf-8")
-    data = yaml.safe_load(original)
-    data["variants"]["mxfp8"].pop("extra_args")
-    model.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    repo.git.add(A=True)
-    base = repo.index.commit("base").hexsha
-    model.write_text(original, encoding="utf-8")
-    repo.git.add(A=True)
-    head = repo.index.commit("add the FP8 indexer cache to mxfp8").hexsha
-    return path, base, head
-
-
 def target_pr(ctx: Context) -> None:
     print("pr: diff-aware audit of a PR changing MiniMax-M3 (full cross-product, both sides)")
-    path, base, head = _pr_repo(ctx.work)
+    path, base, head = helper("pr-repo", str(ctx.work)).split()
     argv = provenance_argv(
         "audit",
         "--repo",
@@ -325,8 +313,6 @@ def target_ingest(ctx: Context) -> None:
 
 
 def target_scaling(ctx: Context) -> None:
-    import synthetic
-
     ledger, evidence = ctx.ledger()
     print("scaling: synthetic nvfp4 clones on b300 (combinations) and record copies (evidence)")
     print(
@@ -338,11 +324,12 @@ def target_scaling(ctx: Context) -> None:
             root = ctx.work / f"scaled-{axis}-{scale}"
             if root.exists():
                 shutil.rmtree(root)
-            names = synthetic.scaled_recipes_root(
-                REPO / "recipes", root / "recipes", scale if axis == "combinations" else 1
+            made = json.loads(
+                helper("scaled", str(REPO / "recipes"), str(evidence), str(root), axis, str(scale))
             )
+            names: list[str] = made["variants"]
+            records: int = made["records"]
             store = root / "evidence"
-            records = synthetic.scaled_evidence(evidence, store, scale if axis == "evidence" else 1)
             argv = [
                 "audit",
                 M3,
@@ -355,7 +342,7 @@ def target_scaling(ctx: Context) -> None:
                 "--variant",
                 ",".join(names),
                 "--hardware",
-                synthetic.HARDWARE,
+                HARDWARE,
                 "--format",
                 "json",
             ]
@@ -368,7 +355,7 @@ def target_scaling(ctx: Context) -> None:
                 M3,
                 *[a for n in names for a in ("--variant", n)],
                 "--hardware",
-                synthetic.HARDWARE,
+                HARDWARE,
                 evidence=store,
             )
             print(
@@ -409,6 +396,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if unknown:
         parser.error(f"unknown target(s) {', '.join(unknown)}; known: {', '.join(TARGETS)}")
     print(f"machine: {machine()}; python {sys.version.split()[0]}")
+    # A child's peak RSS starts at this process's RSS (fork): keep it small and say how small.
+    print(f"runner RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
     with tempfile.TemporaryDirectory(prefix="provenance-bench-") as tmp:
         ctx = Context(args, Path(tmp))
         for name in wanted:
