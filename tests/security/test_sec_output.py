@@ -301,12 +301,6 @@ def _run_on_a_tty(args: list[str], cwd: Path) -> str:
     return b"".join(chunks).decode("utf-8", "replace")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (cli/ingest_inferencex.py _progress_bar): on a terminal the progress bar shows "
-    "each config key through rich markup — a hostile key becomes an OSC-8 hyperlink and its "
-    "escape sequences reach the terminal",
-)
 def test_ingest_progress_bar_on_a_terminal_is_inert(tmp_path: Path) -> None:
     builder = RepoBuilder(tmp_path / "inferencex")
     files = base_files()

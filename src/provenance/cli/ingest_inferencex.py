@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from provenance.cli.runner import run
+from provenance.escaping import terminal
 from provenance.evidence.inferencex.ingest import Progress
 from provenance.evidence.inferencex.write import IngestOptions, ingest_inferencex, render_report
 from provenance.ledger.paths import default_dirs
@@ -22,6 +23,7 @@ def _progress_bar(enabled: bool) -> Iterator[Progress | None]:
         yield None
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
     from rich.progress import Progress as Bar
 
@@ -36,7 +38,8 @@ def _progress_bar(enabled: bool) -> Iterator[Progress | None]:
         task = bar.add_task("", total=None)
 
         def update(done: int, total: int, what: str) -> None:
-            bar.update(task, completed=done, total=total, description=what)
+            # a config key is untrusted text: no rich markup, no terminal escapes
+            bar.update(task, completed=done, total=total, description=escape(terminal(what)))
 
         yield update
 
