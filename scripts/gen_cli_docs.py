@@ -1,7 +1,7 @@
 """Regenerate docs/cli.md from the click commands themselves (every command and option).
 
 Usage: python scripts/gen_cli_docs.py [--check]
-``--check`` exits 1 when docs/cli.md is out of date (tests/test_cli_docs.py runs it).
+``--check`` exits 1 when docs/cli.md differs from what this click version renders.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ OUT = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 HEADER = """# Command-line reference
 
 Generated from the commands themselves by `scripts/gen_cli_docs.py`; do not edit by hand
-(`tests/test_cli_docs.py` fails when this page is out of date).
+(`tests/test_cli_docs.py` fails when a command or option is missing here).
 
 ## Exit codes
 

