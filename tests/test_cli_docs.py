@@ -33,7 +33,9 @@ def test_every_command_and_option_is_documented() -> None:
         if f"`{path}`" not in text:
             missing.append(path)
             continue
-        section = text[text.index(f"`{path}`") :]
+        start = text.index(f"`{path}`")
+        end = text.find("\n#", start)
+        section = text[start : end if end != -1 else len(text)]
         for param in command.params:
             if isinstance(param, click.Option):
                 for spelling in param.opts:
