@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from provenance.flags.model import FlagSet
 from provenance.ledger.store import EvidenceStore
 
 MODEL = Path("models/MiniMaxAI/MiniMax-M3.yaml")
@@ -58,7 +59,7 @@ def scaled_evidence(source: Path, target: Path, scale: int) -> int:
                 copy_ = record
             else:
                 roles = {
-                    role: {**dict(flags), "seed": str(1000 + index)}
+                    role: FlagSet({**dict(flags), "seed": str(1000 + index)})
                     for role, flags in record.roles.items()
                 }
                 copy_ = record.model_copy(
