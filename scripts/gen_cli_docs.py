@@ -37,7 +37,13 @@ Errors are printed as one diagnostic on stderr, never as a traceback.
 
 
 def _section(name: str, command: click.Command, depth: int) -> list[str]:
-    ctx = click.Context(command, info_name=name, terminal_width=100, max_content_width=100)
+    ctx = click.Context(
+        command,
+        info_name=name,
+        terminal_width=100,
+        max_content_width=100,
+        help_option_names=["-h", "--help"],
+    )
     lines = [f"{'#' * depth} `{name}`", "", "```text", command.get_help(ctx).rstrip(), "```", ""]
     if isinstance(command, click.Group):
         for sub in command.list_commands(ctx):

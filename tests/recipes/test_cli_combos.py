@@ -78,10 +78,18 @@ def test_default_recipes_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.chdir(FIXTURE_ROOT)
     result = CliRunner().invoke(cli, ["combos", "Toy/Toy-1", "--features", "none"])
     assert result.exit_code == 0, result.output
+    # Elsewhere the embedded recipes root (MiniMax-M3) is the default, as for audit.
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli, ["combos", "Toy/Toy-1"])
-    assert result.exit_code == EXIT_USAGE
-    assert "no recipes root: the current directory has no taxonomy.yaml" in result.output
+    assert result.exit_code == 3
+    assert "Toy-1" in result.output
+    result = CliRunner().invoke(
+        cli,
+        ["combos", "MiniMaxAI/MiniMax-M3", "--variant", "nvfp4", "--hardware", "b200",
+         "--strategy", "single_node_tp", "--features", "none"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert '"model_id":"nvidia/MiniMax-M3-NVFP4"' in result.output.replace(" ", "")
 
 
 def test_kv_instances_and_exact_feature_order() -> None:

@@ -284,6 +284,8 @@ DEFAULT_RULES: tuple[PolicyRule, ...] = _rules(
         ("env:HUGGINGFACE_*", HARNESS, _S7_HARNESS + " (HF cache)"),
         ("env:TRANSFORMERS_CACHE", HARNESS, _S7_HARNESS + " (HF cache)"),
         ("env:PYTHONUNBUFFERED", HARNESS, _S7_HARNESS),
+        ("env:PYTHONNOUSERSITE", HARNESS, _S7_HARNESS + " (Python start-up; #2511 launchers)"),
+        ("env:EVAL_FRAMEWORK", HARNESS, _S7_HARNESS + " (benchmark harness eval selector; #2511)"),
         ("load_format", HARNESS, _S7_HARNESS + " (weight loading)"),
         ("init_timeout", HARNESS, _S7_HARNESS + " (timeout)"),
         ("distributed_executor_backend", HARNESS, _S7_HARNESS + " (process launcher)"),

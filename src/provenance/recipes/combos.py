@@ -23,11 +23,17 @@ from provenance.recipes.synthesis import Renderer
 def default_recipes_root(cwd: Path | None = None) -> Path:
     """The recipes root used when ``--recipes-root`` is not given.
 
-    The current directory when it holds ``taxonomy.yaml``; otherwise a usage error.
+    The current directory when it holds ``taxonomy.yaml`` (a recipes checkout); else
+    the embedded recipes root (:mod:`provenance.defaults`), like ``audit`` and ``cite``.
     """
     here = Path.cwd() if cwd is None else cwd
     if (here / "taxonomy.yaml").is_file():
         return here
+    from provenance.defaults import data_dirs
+
+    embedded = data_dirs(here).recipes
+    if (embedded / "taxonomy.yaml").is_file():
+        return embedded
     raise UsageError(
         "no recipes root: the current directory has no taxonomy.yaml",
         hint="pass --recipes-root pointing at a vllm-project/recipes checkout",
