@@ -187,14 +187,6 @@ def test_json_keeps_the_exact_values(outputs: Outputs) -> None:
     assert any(HOSTILE_RECIPE in s for s in strings)
 
 
-FLAGS_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="BUG (cli/flags.py render_text): `provenance flags` prints flag values raw into a "
-    "rich table — ANSI escapes, bidi overrides and newlines reach the terminal, and rich "
-    "markup in a value ([link=…], [bold]) is interpreted",
-)
-
-
 COMBOS_BUG = pytest.mark.xfail(
     strict=True,
     reason="BUG (cli/combos.py write_table): `provenance combos --format table` puts recipe "
@@ -211,7 +203,7 @@ COMBOS_BUG = pytest.mark.xfail(
         "explain",
         "evidence-list",
         "verify",
-        pytest.param("flags", marks=FLAGS_BUG),
+        "flags",
         pytest.param("combos-table", marks=COMBOS_BUG),
         "diff-text",
     ],
@@ -230,7 +222,7 @@ def test_terminal_output_has_no_control_sequences(outputs: Outputs, name: str) -
         "explain",
         "evidence-list",
         "verify",
-        pytest.param("flags", marks=FLAGS_BUG),
+        "flags",
         pytest.param("combos-table", marks=COMBOS_BUG),
         "diff-text",
     ],

@@ -74,12 +74,15 @@ def build_view(options: FlagsOptions) -> FlagsView | PolicyView:
 def render_text(view: FlagsView, *, why: bool) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from provenance.escaping import terminal
 
     console = Console(highlight=False, soft_wrap=True)
     if why:
         console.width = max(console.width, 180)
     if view.source:
-        console.print(f"source: {view.source}", markup=False)
+        console.print(f"source: {terminal(view.source)}", markup=False)
     for role in view.roles:
         head = [f"role: {role.role or '-'}", f"model: {role.model or '-'}"]
         if role.served_model_name:
@@ -88,7 +91,8 @@ def render_text(view: FlagsView, *, why: bool) -> None:
             head.append(f"host: {role.host}")
         if role.port:
             head.append(f"port: {role.port}")
-        console.print("  ".join(head), markup=False)
+        # values come from scripts and YAML: no escape sequences, no rich markup
+        console.print(terminal("  ".join(head)), markup=False)
         table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
         table.add_column("key", no_wrap=True)
         table.add_column("value", overflow="fold")
@@ -99,7 +103,7 @@ def render_text(view: FlagsView, *, why: bool) -> None:
             cells = [row.key, row.value, row.flag_class.value]
             if why:
                 cells.append(row.basis)
-            table.add_row(*cells)
+            table.add_row(*(Text(terminal(cell)) for cell in cells))
         console.print(table)
         counts: dict[str, int] = {}
         for row in role.flags:
@@ -107,22 +111,29 @@ def render_text(view: FlagsView, *, why: bool) -> None:
         summary = ", ".join(f"{n} {cls}" for cls, n in sorted(counts.items()))
         console.print(f"{len(role.flags)} flags ({summary or 'none'})", markup=False)
         for note in role.notes:
-            console.print(f"note: {note}", markup=False)
+            console.print(f"note: {terminal(note)}", markup=False)
         console.print("", markup=False)
 
 
 def render_policy_text(view: PolicyView) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
+
+    from provenance.escaping import terminal
 
     console = Console(highlight=False, soft_wrap=True)
     console.width = max(console.width, 180)
-    console.print(f"policy: {view.policy}  (keys no rule names: {view.unknown_keys.value})")
+    console.print(
+        f"policy: {terminal(view.policy)}  (keys no rule names: {view.unknown_keys.value})",
+        markup=False,
+    )
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for column in ("pattern", "class", "basis"):
         table.add_column(column, overflow="fold")
     for rule in view.rules:
-        table.add_row(rule.pattern, rule.flag_class.value, rule.basis)
+        cells = (rule.pattern, rule.flag_class.value, rule.basis)
+        table.add_row(*(Text(terminal(cell)) for cell in cells))
     console.print(table)
 
 
