@@ -25,13 +25,20 @@ def _section(text: str, pr: int) -> str:
     return text[start:end]
 
 
+def _backs(section: str, flag: str, scope: str) -> bool:
+    return any(
+        line.lstrip().startswith("- backs ") and f"`{flag}`" in line and scope in line
+        for line in section.splitlines()
+    )
+
+
 def test_2120_backs_the_fp8_indexer_on_single_node_b200_b300_with_its_sweep(block: str) -> None:
     section = _section(block, 2120)
-    assert (
-        "backs `attention_config.indexer_kv_dtype=fp8` · variants `nvfp4` · on `b200`, `b300`"
-        in (section)
+    assert _backs(
+        section,
+        "attention_config.indexer_kv_dtype=fp8",
+        "variants `nvfp4` · on `b200`, `b300` · roles `serve`",
     )
-    assert "roles `serve`" in section
     assert "run [`29984401390`]" in section and "attempt 1" in section
     assert "head `0b896e92f975d0ef8e374fdc284b06444fc95242`, `success`" in section
     assert "GSM8K 0.948–0.958" in section
@@ -44,9 +51,7 @@ def test_2310_backs_the_pd_cluster_attention_flags_on_both_roles(block: str) -> 
         "attention_config.use_trtllm_attention=true",
         "attention_config.indexer_kv_dtype=fp8",
     ):
-        assert (
-            f"backs `{flag}` · variants `nvfp4` · on `b300` · roles `decode`, `prefill`" in section
-        )
+        assert _backs(section, flag, "on `b300` · roles `decode`, `prefill`"), flag
     assert "run [`30018717056`]" in section
 
 
@@ -64,9 +69,17 @@ def test_2314_is_cited_and_the_prefill_token_mismatch_is_listed(block: str) -> N
 
 def test_chinese_block_has_the_same_facts(block: str) -> None:
     zh = block[block.index("### 本配方的基准证据") :]
-    assert "支持 `attention_config.indexer_kv_dtype=fp8`" in zh
+    assert "`attention_config.indexer_kv_dtype=fp8`" in zh and "支持 " in zh
     assert "基准扫描: 运行 [`29984401390`]" in zh
     assert "取值与证据不一致：`prefill`, `speculative_config.num_speculative_tokens`" in zh
     assert "配方 `3`, 证据 `1`" in zh
     for pr in (2120, 2310, 2314):
         assert f"[InferenceX\\#{pr}]" in zh
+
+
+def test_the_whole_recipe_block_fits_a_pull_request_body() -> None:
+    result = CliRunner().invoke(cli, ["cite", "--lang", "en,zh"])
+    assert result.exit_code == 0, result.output
+    # GitHub refuses PR bodies over 65,536 characters.
+    assert len(result.output) < 65_536
+    assert "[InferenceX\\#2120]" in result.output and "[InferenceX\\#2310]" in result.output

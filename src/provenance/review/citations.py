@@ -64,6 +64,14 @@ PHRASES: dict[str, dict[Lang, str]] = {
     "combinations": {"en": "combinations", "zh": "个组合"},
     "declared": {"en": "declared guide-only", "zh": "已声明为仅作指南"},
     "more_groups": {"en": "more groups, see the JSON audit", "zh": "组未列出，详见 JSON 审计结果"},
+    "no_evidence_at_all": {
+        "en": "No evidence at all in scope (every strategy) for",
+        "zh": "以下变体与硬件在该范围内（所有部署策略）完全没有证据",
+    },
+    "more_prs": {
+        "en": "more evidence PRs, see the JSON audit",
+        "zh": "个证据 PR 未列出，详见 JSON 审计结果",
+    },
     "more_reasons": {"en": "more reasons", "zh": "条其他原因"},
     "recipe": {"en": "recipe", "zh": "配方"},
     "evidence_value": {"en": "evidence", "zh": "证据"},
@@ -102,6 +110,10 @@ REASON_TEXT: dict[ReasonCode, dict[Lang, str]] = {
 }
 
 MAX_GUIDE_GROUPS = 40
+#: GitHub refuses PR bodies over 65,536 characters: the guide-only list of each language
+#: stops at this budget (the JSON audit has every group).
+MAX_GUIDE_CHARS_PER_LANGUAGE = 10_000
+MAX_EVIDENCE_CHARS_PER_LANGUAGE = 16_000
 MAX_REASONS_PER_GROUP = 6
 
 #: Reasons a reviewer must read first: a value the evidence contradicts, then a flag no
@@ -337,47 +349,93 @@ def render_citations(citations: Citations, langs: Sequence[Lang] = ("en",)) -> s
     return "\n\n".join(_render_one(citations, lang) for lang in langs) + "\n"
 
 
+def _only_no_evidence(group: GuideOnlyGroup) -> bool:
+    return all(line.reason.code is ReasonCode.NO_EVIDENCE for line in group.reasons)
+
+
+def _group_lines(group: GuideOnlyGroup, lang: Lang) -> list[str]:
+    p = {k: v[lang] for k, v in PHRASES.items()}
+    label = " · ".join(markdown_code(x) for x in (group.variant, group.hardware, group.strategy))
+    declared = f", {group.declared} {p['declared']}" if group.declared else ""
+    lines = [f"- {label} — {group.combinations} {p['combinations']}{declared}"]
+    for line in group.reasons[:MAX_REASONS_PER_GROUP]:
+        lines.append(f"  - {_reason_text(line.reason, lang)} ({line.combinations})")
+    hidden = len(group.reasons) - MAX_REASONS_PER_GROUP
+    if hidden > 0:
+        lines.append(f"  - … {hidden} {p['more_reasons']}")
+    if group.nearest_prs:
+        prs = ", ".join(markdown_inline(_short_pr(pr)) for pr in group.nearest_prs)
+        lines.append(f"  - {p['nearest']}: {prs}")
+    return lines
+
+
 def _render_one(c: Citations, lang: Lang) -> str:
     p = {k: v[lang] for k, v in PHRASES.items()}
     out = [f"### {p['title']} ({', '.join(markdown_inline(r) for r in c.recipes)})", "", p["intro"]]
     out += ["", f"#### {p['evidence']}", ""]
     if not c.evidence:
         out.append(p["no_evidence"])
-    for pr in c.evidence:
+    # Validated PRs first, then those backing the most flags; within a budget.
+    ranked = sorted(c.evidence, key=lambda pr: (not pr.sweeps, -len(pr.backs), pr.pr))
+    budget = MAX_EVIDENCE_CHARS_PER_LANGUAGE
+    for index, pr in enumerate(ranked):
+        if budget <= 0:
+            out.append(f"- … {len(ranked) - index} {p['more_prs']}")
+            break
+        before = len(out)
         ref = markdown_inline(_short_pr(pr.pr))
         head = f"[{ref}]({pr.url})" if pr.url else ref
         title = f" — {markdown_inline(pr.title)}" if pr.title else ""
         extra = f" ({pr.recommended} {p['recommended_by']})" if pr.recommended else ""
         out.append(f"- **{head}**{title}{extra}")
+        # One line per scope (variants × hardware × roles), listing the flags it backs.
+        scopes: dict[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], list[str]] = {}
         for b in pr.backs:
+            scopes.setdefault((b.variants, b.hardware, b.roles), []).append(
+                markdown_code(f"{b.flag}={b.value}")
+            )
+        for (variants, hardware, roles), flags in scopes.items():
             out.append(
-                f"  - {p['backs']} {markdown_code(f'{b.flag}={b.value}')} · "
-                f"{p['variants']} {', '.join(markdown_code(v) for v in b.variants)} · "
-                f"{p['on']} {', '.join(markdown_code(h) for h in b.hardware)} · "
-                f"{p['roles']} {', '.join(markdown_code(r) for r in b.roles)}"
+                f"  - {p['backs']} {', '.join(flags)} · "
+                f"{p['variants']} {', '.join(markdown_code(v) for v in variants)} · "
+                f"{p['on']} {', '.join(markdown_code(h) for h in hardware)} · "
+                f"{p['roles']} {', '.join(markdown_code(r) for r in roles)}"
             )
         if pr.sweeps:
             out += [f"  - {_sweep_line(s, lang)}" for s in pr.sweeps]
         else:
             out.append(f"  - {p['no_sweep']}")
+        budget -= sum(len(line) + 1 for line in out[before:])
     out += ["", f"#### {p['guide_only']}", ""]
     if not c.guide_only:
         out.append(p["none_guide_only"])
-    for group in c.guide_only[:MAX_GUIDE_GROUPS]:
-        label = " · ".join(
-            markdown_code(x) for x in (group.variant, group.hardware, group.strategy)
-        )
-        declared = f", {group.declared} {p['declared']}" if group.declared else ""
-        out.append(f"- {label} — {group.combinations} {p['combinations']}{declared}")
-        for line in group.reasons[:MAX_REASONS_PER_GROUP]:
-            out.append(f"  - {_reason_text(line.reason, lang)} ({line.combinations})")
-        hidden = len(group.reasons) - MAX_REASONS_PER_GROUP
-        if hidden > 0:
-            out.append(f"  - … {hidden} {p['more_reasons']}")
-        if group.nearest_prs:
-            prs = ", ".join(markdown_inline(_short_pr(pr)) for pr in group.nearest_prs)
-            out.append(f"  - {p['nearest']}: {prs}")
-    rest = len(c.guide_only) - MAX_GUIDE_GROUPS
+    # Groups with something to read first (a contradicted value, an unevidenced flag …);
+    # groups that have no evidence at all in scope are summarised on one line each.
+    detailed = sorted(
+        (g for g in c.guide_only if not _only_no_evidence(g)),
+        key=lambda g: (min(REASON_PRIORITY[r.reason.code] for r in g.reasons), -g.combinations),
+    )
+    budget = MAX_GUIDE_CHARS_PER_LANGUAGE
+    shown = 0
+    for group in detailed[:MAX_GUIDE_GROUPS]:
+        lines = _group_lines(group, lang)
+        cost = sum(len(line) + 1 for line in lines)
+        if cost > budget:
+            break
+        out += lines
+        budget -= cost
+        shown += 1
+    rest = len(detailed) - shown
     if rest > 0:
         out.append(f"- … {rest} {p['more_groups']}")
+    bare: dict[str, set[str]] = {}
+    for group in c.guide_only:
+        if _only_no_evidence(group):
+            bare.setdefault(group.variant, set()).add(group.hardware)
+    if bare:
+        listed = "; ".join(
+            f"{markdown_code(v)}: {', '.join(markdown_code(h) for h in sorted(hw))}"
+            for v, hw in sorted(bare.items())
+        )
+        out.append(f"- {p['no_evidence_at_all']}: {listed}")
     return "\n".join(out)
