@@ -187,14 +187,6 @@ def test_json_keeps_the_exact_values(outputs: Outputs) -> None:
     assert any(HOSTILE_RECIPE in s for s in strings)
 
 
-COMBOS_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="BUG (cli/combos.py write_table): `provenance combos --format table` puts recipe "
-    "values (variant names, argv) raw into a rich table — escape sequences reach the "
-    "terminal and rich markup is interpreted",
-)
-
-
 @pytest.mark.parametrize(
     "name",
     [
@@ -204,7 +196,7 @@ COMBOS_BUG = pytest.mark.xfail(
         "evidence-list",
         "verify",
         "flags",
-        pytest.param("combos-table", marks=COMBOS_BUG),
+        "combos-table",
         "diff-text",
     ],
 )
@@ -223,7 +215,7 @@ def test_terminal_output_has_no_control_sequences(outputs: Outputs, name: str) -
         "evidence-list",
         "verify",
         "flags",
-        pytest.param("combos-table", marks=COMBOS_BUG),
+        "combos-table",
         "diff-text",
     ],
 )

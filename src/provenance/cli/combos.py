@@ -81,15 +81,19 @@ def _command(combo: Combination) -> str:
 def write_table(combinations: Iterable[Combination], *, title: str) -> int:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(title=title, show_lines=True)
+    from provenance.escaping import terminal
+
+    # recipe values (variant names, argv) are untrusted: no escapes, no rich markup
+    table = Table(title=Text(terminal(title)), show_lines=True)
     for column in ("#", "variant", "hardware", "strategy", "layout", "kv", "features"):
         table.add_column(column, no_wrap=column != "features")
     table.add_column("command per role", overflow="fold")
     count = 0
     for count, combo in enumerate(combinations, start=1):
         s = combo.selection
-        table.add_row(
+        cells = (
             str(count),
             s.variant,
             s.hardware,
@@ -99,6 +103,7 @@ def write_table(combinations: Iterable[Combination], *, title: str) -> int:
             _features(combo),
             _command(combo),
         )
+        table.add_row(*(Text(terminal(cell)) for cell in cells))
     console = Console(soft_wrap=False)
     console.width = max(console.width, 180)
     console.print(table)
