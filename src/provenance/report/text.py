@@ -105,7 +105,11 @@ def write(report: AuditReport, out: TextIO, *, color: bool = False, width: int =
         )
         for name in ("config key", "PRs", "status", "combinations / why"):
             reverse.add_column(name, overflow="fold")
-        for entry in report.reverse[:MAX_REVERSE_ROWS]:
+        # Reproduced and not-expressible points first: those are the findings; the many
+        # not-reproduced points follow (the JSON report has every one).
+        order = {"reproduced": 0, "not-expressible": 1, "not-reproduced": 2}
+        shown = sorted(report.reverse, key=lambda e: (order.get(e.status, 3), e.config_key))
+        for entry in shown[:MAX_REVERSE_ROWS]:
             detail = str(entry.combinations) if entry.status == "reproduced" else entry.why
             reverse.add_row(
                 _t(entry.config_key),
