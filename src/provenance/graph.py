@@ -27,6 +27,7 @@ demand for export (``provenance graph``).
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -243,11 +244,31 @@ def to_node_link_json(graph: nx.MultiDiGraph) -> dict[str, Any]:
     return data
 
 
+#: characters XML 1.0 cannot carry (a flag value or PR title may hold them)
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def _xml_text(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    return _XML_INVALID.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
+
+
 def write_graphml(graph: nx.MultiDiGraph, stream: Any) -> None:
-    """GraphML via networkx (``stream`` is a binary file object)."""
+    """GraphML via networkx (``stream`` is a binary file object).
+
+    Characters XML cannot carry are written as visible ``\\xNN`` escapes, so the
+    file stays well-formed whatever the values hold.
+    """
     import networkx as nx
 
-    nx.write_graphml(graph, stream)
+    clean = nx.relabel_nodes(graph, {n: _xml_text(n) for n in graph.nodes}, copy=True)
+    clean.graph.update({k: _xml_text(v) for k, v in clean.graph.items()})
+    for _, data in clean.nodes(data=True):
+        data.update({k: _xml_text(v) for k, v in data.items()})
+    for _, _, data in clean.edges(data=True):
+        data.update({k: _xml_text(v) for k, v in data.items()})
+    nx.write_graphml(clean, stream)
 
 
 def _dot_quote(text: object) -> str:

@@ -320,12 +320,6 @@ def test_graph_dot_export_is_inert(outputs: Outputs) -> None:
     assert not UNSAFE_CHARS.search(dot)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (graph export, networkx write_graphml): control characters from values are "
-    "written raw into GraphML — ESC and BEL are not allowed in XML 1.0, so the file is not "
-    "well-formed and graph tools refuse it",
-)
 def test_graph_graphml_export_is_well_formed(outputs: Outputs) -> None:
     graphml = outputs.exports["graphml"]
     assert "onerror" in graphml
