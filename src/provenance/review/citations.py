@@ -112,8 +112,8 @@ REASON_TEXT: dict[ReasonCode, dict[Lang, str]] = {
 MAX_GUIDE_GROUPS = 40
 #: GitHub refuses PR bodies over 65,536 characters: the guide-only list of each language
 #: stops at this budget (the JSON audit has every group).
-MAX_GUIDE_CHARS_PER_LANGUAGE = 10_000
-MAX_EVIDENCE_CHARS_PER_LANGUAGE = 16_000
+MAX_GUIDE_CHARS_PER_LANGUAGE = 8_000
+MAX_EVIDENCE_CHARS_PER_LANGUAGE = 20_000
 MAX_REASONS_PER_GROUP = 6
 
 #: Reasons a reviewer must read first: a value the evidence contradicts, then a flag no
@@ -375,8 +375,18 @@ def _render_one(c: Citations, lang: Lang) -> str:
     out += ["", f"#### {p['evidence']}", ""]
     if not c.evidence:
         out.append(p["no_evidence"])
-    # Validated PRs first, then those backing the most flags; within a budget.
-    ranked = sorted(c.evidence, key=lambda pr: (not pr.sweeps, -len(pr.backs), pr.pr))
+    # Validated PRs first, then PRs a guide-only reason names (a contradicted value
+    # points at them), then those backing the most flags; within a budget.
+    named = {
+        source
+        for group in c.guide_only
+        for line in group.reasons
+        if line.reason.code is ReasonCode.VALUE_MISMATCH
+        for source in line.reason.sources
+    }
+    ranked = sorted(
+        c.evidence, key=lambda pr: (not pr.sweeps, pr.pr not in named, -len(pr.backs), pr.pr)
+    )
     budget = MAX_EVIDENCE_CHARS_PER_LANGUAGE
     for index, pr in enumerate(ranked):
         if budget <= 0:
