@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from provenance.errors import InputError
+from provenance.errors import InputError, UnsafeInputError
 from provenance.recipes.schema import KvStore, RecipeFile, Strategy, Taxonomy
 from provenance.recipes.yaml12 import check_yaml12_agreement
 from provenance.safe_yaml import LoadedYaml, load_yaml
@@ -145,7 +145,22 @@ class Recipe:
     spec: RecipeFile
 
 
-def _load_mapping(path: Path, shown: str) -> LoadedYaml:
+def _refuse_escaping_symlink(root: Path, path: Path, shown: str) -> None:
+    """A file under the recipes root must resolve under it: a checkout (a PR's content)
+    may hold symlinks to anywhere on the machine. A path named outside the root is the
+    caller's own choice and is left alone."""
+    try:
+        path.absolute().relative_to(root.absolute())
+    except ValueError:
+        return
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise UnsafeInputError(
+            "resolves outside the recipes root (a symlink?); refusing to follow it", path=shown
+        )
+
+
+def _load_mapping(path: Path, shown: str, root: Path) -> LoadedYaml:
+    _refuse_escaping_symlink(root, path, shown)
     loaded = load_yaml(path, display_path=shown)
     if not isinstance(loaded.data, dict):
         raise InputError("expected a YAML mapping at the top level", path=shown, line=1)
@@ -171,14 +186,14 @@ def load_recipes_root(root: Path) -> RecipesRoot:
             path=str(root),
             hint="pass --recipes-root pointing at a vllm-project/recipes checkout",
         )
-    taxonomy = validate_yaml(Taxonomy, _load_mapping(taxonomy_file, str(taxonomy_file)))
+    taxonomy = validate_yaml(Taxonomy, _load_mapping(taxonomy_file, str(taxonomy_file), root))
     strategies: dict[str, Strategy] = {}
     for file in _named_files(root, "strategies"):
-        strategy = validate_yaml(Strategy, _load_mapping(file, str(file)))
+        strategy = validate_yaml(Strategy, _load_mapping(file, str(file), root))
         strategies[strategy.name] = strategy
     kv_store: dict[str, KvStore] = {}
     for file in _named_files(root, "kv_store"):
-        store = validate_yaml(KvStore, _load_mapping(file, str(file)))
+        store = validate_yaml(KvStore, _load_mapping(file, str(file), root))
         kv_store[store.name] = store
     if not strategies:
         raise InputError("recipes root has no strategies/*.yaml", path=str(root / "strategies"))
@@ -260,7 +275,7 @@ def _feature_mode_problems(spec: RecipeFile) -> Iterator[tuple[tuple[str | int, 
 def load_recipe(root: RecipesRoot, ref: str | Path) -> Recipe:
     """Load and validate one model recipe (see :func:`resolve_recipe_path` for ``ref``)."""
     file = resolve_recipe_path(root, ref)
-    loaded = _load_mapping(file, str(file))
+    loaded = _load_mapping(file, str(file), root.path)
     spec = validate_yaml(RecipeFile, loaded)
     for key_path, message in _feature_mode_problems(spec):
         raise InputError(message, location=loaded.location(key_path))
