@@ -40,12 +40,6 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (recipes/enumerate.py _power_set/_feature_choices): the feature cross-product "
-    "is materialised without a bound — 26 opt-in features exhaust memory (MemoryError "
-    "traceback under a 1 GiB limit; 10.8 GB RSS without one)",
-)
 def test_a_feature_bomb_recipe_is_refused_in_bounded_memory(tmp_path: Path) -> None:
     root = _bomb_recipes_root(tmp_path / "recipes")
     assert (root / MODEL_FILE).stat().st_size < 4096

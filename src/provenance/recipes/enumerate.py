@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from provenance.errors import UsageError
+from provenance.errors import InputError, UsageError
 from provenance.recipes.combination import PdPool, PdSelection, Selection, construct
 from provenance.recipes.hardware import HardwareView, hardware_view
 from provenance.recipes.loader import Recipe, RecipesRoot
@@ -396,6 +396,21 @@ class _Builder:
         return out
 
 
+#: Most feature subsets × modes one variant × hardware × strategy may offer. Real
+#: recipes offer tens; a hostile recipe with 26 opt-in features would offer 2^26 and
+#: exhaust memory before the first combination is audited.
+MAX_FEATURE_CHOICES = 65_536
+
+
+def _too_many_feature_choices(b: _Builder, count: str) -> InputError:
+    return InputError(
+        f"the features give {count} feature combinations for one variant, hardware and "
+        f"strategy (limit {MAX_FEATURE_CHOICES})",
+        path=str(b.recipe.path),
+        key_path="features",
+    )
+
+
 def _power_set(items: Sequence[str]) -> list[tuple[str, ...]]:
     subsets: list[tuple[str, ...]] = []
     for size in range(len(items) + 1):
@@ -430,6 +445,8 @@ def _feature_choices(
     elif options.features == "none":
         subsets = [()]
     else:
+        if 2 ** len(allowed) > MAX_FEATURE_CHOICES:
+            raise _too_many_feature_choices(b, f"2^{len(allowed)}")
         subsets = [s for s in _power_set(allowed) if b.subset_reachable(s, defaults)]
     default_set = [f for f in defaults if f in allowed]
     only_default_modes = options.features == "default" and options.features_exact is None
@@ -466,6 +483,8 @@ def _feature_choices(
                 )
             )
             out.append(_FeatureChoice(subset, picked, effective, is_default))
+            if len(out) > MAX_FEATURE_CHOICES:
+                raise _too_many_feature_choices(b, "more")
     return out
 
 
