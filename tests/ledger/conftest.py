@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 
-from provenance.ledger.ledger_dir import Ledger
-from provenance.ledger.store import EvidenceStore
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-class Workspace(NamedTuple):
-    ledger_root: Path
-    evidence_root: Path
-    ledger: Ledger
-    store: EvidenceStore
+from ledger_workspace import Workspace, new_workspace
 
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Workspace:
-    ledger_root = tmp_path / "ledger"
-    evidence_root = tmp_path / "evidence"
-    ledger_root.mkdir()
-    evidence_root.mkdir()
-    return Workspace(ledger_root, evidence_root, Ledger(ledger_root), EvidenceStore(evidence_root))
+    return new_workspace(tmp_path)

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import Workspace
 from ledger_factories import make_entry, make_record
+from ledger_workspace import Workspace
 
 from provenance.evidence.record import EvidenceRecord
 from provenance.flags.model import FlagSet

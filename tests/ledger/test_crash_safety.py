@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from click.testing import CliRunner
-from conftest import Workspace
+from ledger_workspace import Workspace
 
 from provenance.cli.main import cli
 from provenance.errors import EXIT_OK

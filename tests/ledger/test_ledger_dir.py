@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import Workspace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ledger_factories import PR, make_entry, make_sweep
+from ledger_workspace import Workspace
 
 from provenance.errors import EXIT_INPUT, InputError
 from provenance.ledger.ledger_dir import Ledger, merge_entries, render_entry

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import Workspace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ledger_factories import make_record
+from ledger_workspace import Workspace
 
 from provenance.errors import IntegrityError
 from provenance.ledger.store import (

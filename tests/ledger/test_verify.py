@@ -9,8 +9,8 @@ import git
 import jsonschema
 import pytest
 from click.testing import CliRunner, Result
-from conftest import Workspace
 from ledger_factories import PR, make_entry, make_record
+from ledger_workspace import Workspace
 
 from provenance.cli.main import cli
 from provenance.errors import EXIT_INPUT, EXIT_INTEGRITY, EXIT_OK, EXIT_USAGE
