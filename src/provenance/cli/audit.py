@@ -3,42 +3,15 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
 import click
 
-from provenance.cli.options import audit_filters, enumeration_options
+from provenance.cli.options import audit_filters, enumeration_options, input_options
 from provenance.cli.runner import run
 from provenance.errors import EXIT_GATE, EXIT_OK, UsageError
 from provenance.report.formats import FORMATS
-
-
-def _input_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    options = [
-        click.option(
-            "--recipes-root",
-            type=click.Path(file_okay=False, path_type=Path),
-            default=None,
-            help="A vllm-project/recipes checkout (default: ./recipes).",
-        ),
-        click.option(
-            "--ledger",
-            type=click.Path(file_okay=False, path_type=Path),
-            default=None,
-            help="Ledger directory (default: ./ledger).",
-        ),
-        click.option(
-            "--evidence",
-            type=click.Path(file_okay=False, path_type=Path),
-            default=None,
-            help="Evidence store directory (default: ./evidence).",
-        ),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
 
 
 def _open_output(path: Path | None) -> TextIO:
@@ -49,7 +22,7 @@ def _open_output(path: Path | None) -> TextIO:
 
 @click.command()
 @click.argument("recipes", nargs=-1)
-@_input_options
+@input_options
 @enumeration_options
 @click.option(
     "--format", "fmt", type=click.Choice(sorted(FORMATS)), default="text", show_default=True
@@ -230,7 +203,7 @@ def _pool(text: str | None, name: str) -> tuple[int, str] | None:
 
 @click.command()
 @click.argument("recipe")
-@_input_options
+@input_options
 @click.option("--variant", default=None, help="Variant key (e.g. nvfp4).")
 @click.option("--hardware", default=None, help="Hardware id (e.g. b300).")
 @click.option("--strategy", default=None, help="Strategy (e.g. pd_cluster).")

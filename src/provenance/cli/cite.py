@@ -6,15 +6,13 @@ from pathlib import Path
 
 import click
 
-from provenance.cli.options import audit_filters, enumeration_options
+from provenance.cli.options import audit_filters, enumeration_options, input_options
 from provenance.cli.runner import run
 
 
 @click.command()
 @click.argument("recipes", nargs=-1)
-@click.option("--recipes-root", type=click.Path(file_okay=False, path_type=Path), default=None)
-@click.option("--ledger", type=click.Path(file_okay=False, path_type=Path), default=None)
-@click.option("--evidence", type=click.Path(file_okay=False, path_type=Path), default=None)
+@input_options
 @click.option(
     "--repo",
     type=click.Path(exists=True, file_okay=False, path_type=Path),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
@@ -14,6 +15,33 @@ def split_list(values: tuple[str, ...]) -> tuple[str, ...] | None:
     """``("a,b", "c")`` → ``("a", "b", "c")``; nothing given → None (no restriction)."""
     items = tuple(v.strip() for value in values for v in value.split(",") if v.strip())
     return items or None
+
+
+def input_options(func: F) -> F:
+    """``--recipes-root``, ``--ledger`` and ``--evidence`` (default: the embedded data)."""
+    options = [
+        click.option(
+            "--recipes-root",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            help="A vllm-project/recipes checkout (default: the embedded recipes root).",
+        ),
+        click.option(
+            "--ledger",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            help="Ledger directory (default: the embedded ledger).",
+        ),
+        click.option(
+            "--evidence",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            help="Evidence store directory (default: the embedded evidence).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
 
 
 def enumeration_options(func: F) -> F:
