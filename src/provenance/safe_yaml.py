@@ -191,15 +191,8 @@ class _WalkState:
     duplicates: list[tuple[KeyPath, int]] = field(default_factory=list)
 
 
-def _walk(
-    node: yaml.Node,
-    key_path: KeyPath,
-    depth: int,
-    lines: dict[KeyPath, int],
-    path: str,
-    seen: set[int],
-    state: _WalkState | None = None,
-) -> None:
+def _walk(node: yaml.Node, key_path: KeyPath, depth: int, state: _WalkState) -> None:
+    lines, path, seen = state.lines, state.path, state.seen
     if depth > MAX_DEPTH:
         raise InputError(
             f"YAML nesting deeper than {MAX_DEPTH} levels",
@@ -217,7 +210,7 @@ def _walk(
         values: dict[object, yaml.Node] = {}
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
-                _walk(value_node, key_path, depth + 1, lines, path, seen, state)
+                _walk(value_node, key_path, depth + 1, state)
                 continue
             if not isinstance(key_node, yaml.ScalarNode):
                 raise InputError(
@@ -228,7 +221,7 @@ def _walk(
                 )
             key = key_node.value
             line = key_node.start_mark.line + 1
-            if key in keys and state is not None and state.identical_duplicates:
+            if key in keys and state.identical_duplicates:
                 first = values[key]
                 if _same_node(first, value_node):
                     state.duplicates.append(((*key_path, key), line))
@@ -244,10 +237,10 @@ def _walk(
             values[key] = value_node
             child = (*key_path, key)
             lines[child] = line
-            _walk(value_node, child, depth + 1, lines, path, seen, state)
+            _walk(value_node, child, depth + 1, state)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            _walk(item, (*key_path, index), depth + 1, lines, path, seen, state)
+            _walk(item, (*key_path, index), depth + 1, state)
 
 
 def _check_expanded_size(root: yaml.Node, path: str) -> None:
@@ -311,7 +304,7 @@ def load_yaml_text(text: str, path: str, *, identical_duplicates: bool = False) 
             return LoadedYaml(path=path, data=None, lines=lines)
         duplicates: tuple[tuple[KeyPath, int], ...] = ()
         state = _WalkState(lines, path, set(), identical_duplicates)
-        _walk(node, (), 0, lines, path, state.seen, state)
+        _walk(node, (), 0, state)
         if loader.alias_count:
             _check_expanded_size(node, path)
         data = loader.construct_document(node)
