@@ -19,6 +19,7 @@ that location.
 
 from __future__ import annotations
 
+import re
 import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -27,8 +28,18 @@ from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
 
 from provenance.errors import InputError, SourceLocation
+
+try:  # libyaml's scanner and parser (C), when PyYAML was built with it
+    from yaml._yaml import CParser
+
+    HAVE_LIBYAML = True
+except ImportError:  # pragma: no cover - depends on the PyYAML build
+    HAVE_LIBYAML = False
 
 #: Largest YAML file accepted, in bytes. Real recipes are < 64 KiB, InferenceX
 #: master configs and perf-changelog.yaml < 400 KiB at 843c625; 2 MiB leaves five times
@@ -69,6 +80,10 @@ class LoadedYaml:
     #: Duplicate keys that were tolerated because both values were identical
     #: (only with ``identical_duplicates=True``): ``(key path, line)``.
     duplicates: tuple[tuple[KeyPath, int], ...] = ()
+    #: The composed node graph, only when asked for (``keep_node=True``). Tags, values,
+    #: scalar styles and marks are the pure-Python loader's; ``flow_style`` of a block
+    #: sequence may be ``False`` (libyaml) where PyYAML says ``None`` (indentless).
+    node: yaml.Node | None = field(default=None, repr=False, compare=False)
 
     def line_of(self, key_path: Sequence[str | int]) -> int | None:
         """Line of ``key_path``, or of its nearest ancestor that has one."""
@@ -87,19 +102,19 @@ class LoadedYaml:
         )
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """SafeLoader that counts aliases as the composer resolves them."""
+class _BoundedMixin(Composer):
+    """The project's checks, shared by both loaders: aliases counted and nesting depth
+    bounded as the composer meets them; PyYAML's own errors on bad scalars caught."""
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.alias_count = 0
-        self.depth = 0
+    alias_count: int
+    depth: int
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        if self.check_event(yaml.AliasEvent):
+        events: Any = self  # the parser half (Python or C) of the concrete loader
+        if events.check_event(yaml.AliasEvent):
             self.alias_count += 1
             if self.alias_count > MAX_ALIASES:
-                event = self.peek_event()  # type: ignore[no-untyped-call]
+                event = events.peek_event()
                 raise _LimitExceededError(
                     f"more than {MAX_ALIASES} YAML aliases (possible alias bomb)",
                     event.start_mark,
@@ -108,7 +123,7 @@ class _BoundedLoader(yaml.SafeLoader):
         self.depth += 1
         try:
             if self.depth > MAX_DEPTH + 1:
-                event = self.peek_event()  # type: ignore[no-untyped-call]
+                event = events.peek_event()
                 raise _LimitExceededError(
                     f"YAML nesting deeper than {MAX_DEPTH} levels", event.start_mark
                 )
@@ -120,7 +135,7 @@ class _BoundedLoader(yaml.SafeLoader):
         # SafeConstructor lets Python's own errors escape for some scalars
         # (``2020-13-45`` as a timestamp, a 5000-digit int, ``!!float x``, …).
         try:
-            return super().construct_object(node, deep)
+            return super().construct_object(node, deep)  # type: ignore[misc]
         except (ValueError, TypeError, OverflowError, IndexError, KeyError, AttributeError) as exc:
             # (``!!float`` with no value: IndexError; ``!!bool x``: KeyError;
             # ``!!timestamp x``: AttributeError)
@@ -132,6 +147,59 @@ class _BoundedLoader(yaml.SafeLoader):
                 f"invalid YAML value {_short(node)} for {kind} ({why})",
                 node.start_mark,
             ) from None
+
+
+class _BoundedLoader(_BoundedMixin, yaml.SafeLoader):
+    """The reference loader: PyYAML's pure-Python ``SafeLoader`` plus the checks."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.alias_count = 0
+        self.depth = 0
+
+
+if HAVE_LIBYAML:
+
+    class _FastLoader(_BoundedMixin, Composer, CParser, SafeConstructor, Resolver):
+        """The same loader over libyaml's scanner and parser (C).
+
+        Only the events come from C: composing (with the alias and depth checks of
+        ``_BoundedMixin``), resolving implicit types and constructing are PyYAML's
+        Python code, as in ``_BoundedLoader``. libyaml does not recurse, and the
+        composer asks it for one event at a time, so a ``[[[[…`` bomb is refused
+        after ``MAX_DEPTH`` events. ``Composer`` precedes ``CParser`` in the MRO,
+        so CParser's own (unbounded) composer is never used.
+        """
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            Composer.__init__(self)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            self.alias_count = 0
+            self.depth = 0
+
+        def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
+            # Give the event the style and implicit flags PyYAML's parser gives it:
+            # libyaml's plain style is "" (PyYAML's None, which recipes.yaml12 tests
+            # for), and libyaml does not mark an empty scalar tagged ``!`` as plain.
+            event: Any = self.peek_event()
+            plain = event.style == ""
+            if (plain and event.tag is None) or event.tag == "!":
+                event.implicit = (True, False)
+            elif event.tag is None:
+                event.implicit = (False, True)
+            else:
+                event.implicit = (False, False)
+            if plain:
+                event.style = None
+            return super().compose_scalar_node(anchor)
+
+
+#: Inputs that go straight to the pure-Python loader: characters libyaml and PyYAML
+#: treat differently (tab as separator, NEL/LS/PS line breaks, a BOM after the start)
+#: and lone surrogates (libyaml reads UTF-8 only).
+_PURE_ONLY = re.compile(r"[\t\x85\u2028\u2029\ufeff\ud800-\udfff]|[|>][-+0-9]*#")
 
 
 def _short(node: yaml.Node) -> str:
@@ -278,25 +346,65 @@ def _check_expanded_size(root: yaml.Node, path: str) -> None:
         )
 
 
-def load_yaml_text(text: str, path: str, *, identical_duplicates: bool = False) -> LoadedYaml:
+def load_yaml_text(
+    text: str, path: str, *, identical_duplicates: bool = False, keep_node: bool = False
+) -> LoadedYaml:
     """Parse one YAML document from ``text``; ``path`` is used in diagnostics only.
 
     ``identical_duplicates=True`` tolerates a repeated key whose value is identical to
     the first one (real InferenceX recipes contain such repeats; the meaning is not in
     doubt). The repeats are listed in ``LoadedYaml.duplicates``. A repeated key with a
-    different value is always an error.
+    different value is always an error. ``keep_node=True`` keeps the composed node
+    graph in ``LoadedYaml.node`` (for checks on scalar styles, see ``recipes.yaml12``).
+
+    With libyaml, the document is first loaded by ``_FastLoader`` (C events, the same
+    Python composer, checks and constructor). Only a success is taken from it: any
+    refusal, and any text holding a character the two scanners treat differently,
+    is (re)done by the pure-Python ``_BoundedLoader``, so every error, its message
+    and its line are exactly the reference loader's.
     """
+    _check_text_size(text, path)
+    if _fast_path_allowed(text):
+        try:
+            return _load(_FastLoader(text), path, identical_duplicates, keep_node)
+        except Exception:  # noqa: S110 - the reference loader below decides and reports
+            pass
+    return _load(_reference_loader(text, path), path, identical_duplicates, keep_node)
+
+
+def load_yaml_text_reference(
+    text: str, path: str, *, identical_duplicates: bool = False, keep_node: bool = False
+) -> LoadedYaml:
+    """:func:`load_yaml_text` with the pure-Python loader only: the reference behaviour
+    the libyaml path must reproduce (the equivalence tests compare the two)."""
+    _check_text_size(text, path)
+    return _load(_reference_loader(text, path), path, identical_duplicates, keep_node)
+
+
+def _fast_path_allowed(text: str) -> bool:
+    return HAVE_LIBYAML and text.endswith("\n") and not _PURE_ONLY.search(text)
+
+
+def _check_text_size(text: str, path: str) -> None:
     if len(text.encode("utf-8", "surrogatepass")) > MAX_YAML_BYTES:
         raise InputError(f"YAML file larger than {MAX_YAML_BYTES} bytes", path=path)
+
+
+def _reference_loader(text: str, path: str) -> _BoundedLoader:
     try:
         # The reader checks for unprintable characters as soon as it is built.
-        loader = _BoundedLoader(text)
+        return _BoundedLoader(text)
     except yaml.reader.ReaderError as exc:
         raise InputError(
             f"invalid YAML: character U+{int(exc.character):04X} is not allowed in YAML",
             path=path,
             line=text[: max(exc.position, 0)].count("\n") + 1,
         ) from None
+
+
+def _load(
+    loader: _BoundedMixin, path: str, identical_duplicates: bool, keep_node: bool
+) -> LoadedYaml:
     try:
         node = loader.get_single_node()
         lines: dict[KeyPath, int] = {}
@@ -307,7 +415,7 @@ def load_yaml_text(text: str, path: str, *, identical_duplicates: bool = False) 
         _walk(node, (), 0, state)
         if loader.alias_count:
             _check_expanded_size(node, path)
-        data = loader.construct_document(node)
+        data = loader.construct_document(node)  # type: ignore[attr-defined]
         duplicates = tuple(state.duplicates)
     except _LimitExceededError as exc:
         line = exc.mark.line + 1 if exc.mark else None
@@ -327,20 +435,32 @@ def load_yaml_text(text: str, path: str, *, identical_duplicates: bool = False) 
     except RecursionError:
         raise InputError(f"YAML nesting deeper than {MAX_DEPTH} levels", path=path) from None
     finally:
-        loader.dispose()
-    return LoadedYaml(path=path, data=data, lines=lines, duplicates=duplicates)
+        loader.dispose()  # type: ignore[attr-defined]
+    return LoadedYaml(
+        path=path,
+        data=data,
+        lines=lines,
+        duplicates=duplicates,
+        node=node if keep_node else None,
+    )
 
 
-def load_yaml_bytes(raw: bytes, path: str, *, identical_duplicates: bool = False) -> LoadedYaml:
+def load_yaml_bytes(
+    raw: bytes, path: str, *, identical_duplicates: bool = False, keep_node: bool = False
+) -> LoadedYaml:
     """Parse YAML from bytes (for git blobs); enforces the size limit before decoding."""
     if len(raw) > MAX_YAML_BYTES:
         raise InputError(
             f"YAML file is {len(raw)} bytes, over the {MAX_YAML_BYTES}-byte limit", path=path
         )
-    return load_yaml_text(_decode(raw, path), path, identical_duplicates=identical_duplicates)
+    return load_yaml_text(
+        _decode(raw, path), path, identical_duplicates=identical_duplicates, keep_node=keep_node
+    )
 
 
-def load_yaml(path: str | Path, *, display_path: str | None = None) -> LoadedYaml:
+def load_yaml(
+    path: str | Path, *, display_path: str | None = None, keep_node: bool = False
+) -> LoadedYaml:
     """Read and parse a YAML file from disk.
 
     Only regular files are read, and never more than the size limit: a checkout
@@ -367,7 +487,7 @@ def load_yaml(path: str | Path, *, display_path: str | None = None) -> LoadedYam
         raise InputError("is a directory, expected a YAML file", path=shown) from None
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", path=shown) from None
-    return load_yaml_bytes(raw, shown)
+    return load_yaml_bytes(raw, shown, keep_node=keep_node)
 
 
 def _describe(error: dict[str, Any]) -> str:

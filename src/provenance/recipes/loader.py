@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from provenance.errors import InputError, UnsafeInputError
 from provenance.recipes.schema import KvStore, RecipeFile, Strategy, Taxonomy
-from provenance.recipes.yaml12 import check_yaml12_agreement
+from provenance.recipes.yaml12 import check_yaml12_nodes
 from provenance.safe_yaml import LoadedYaml, load_yaml
 
 M = TypeVar("M", bound=BaseModel)
@@ -161,11 +161,11 @@ def _refuse_escaping_symlink(root: Path, path: Path, shown: str) -> None:
 
 def _load_mapping(path: Path, shown: str, root: Path) -> LoadedYaml:
     _refuse_escaping_symlink(root, path, shown)
-    loaded = load_yaml(path, display_path=shown)
+    loaded = load_yaml(path, display_path=shown, keep_node=True)
     if not isinstance(loaded.data, dict):
         raise InputError("expected a YAML mapping at the top level", path=shown, line=1)
     # The site parses YAML 1.2; refuse scalars PyYAML (YAML 1.1) would read differently.
-    check_yaml12_agreement(path.read_bytes().decode("utf-8-sig"), shown)
+    check_yaml12_nodes(loaded.node, shown)
     return loaded
 
 

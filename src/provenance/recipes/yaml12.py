@@ -125,7 +125,12 @@ def _describe(reading: tuple[str, Any]) -> str:
 
 def check_yaml12_agreement(text: str, path: str) -> None:
     """Raise InputError at the first plain scalar the two YAML versions read differently."""
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
+    check_yaml12_nodes(yaml.compose(text, Loader=yaml.SafeLoader), path)
+
+
+def check_yaml12_nodes(root: yaml.Node | None, path: str) -> None:
+    """:func:`check_yaml12_agreement` on an already composed document
+    (``safe_yaml.load_yaml(..., keep_node=True).node``), which saves parsing it twice."""
     if root is None:
         return
     constructor = yaml.SafeLoader("")
