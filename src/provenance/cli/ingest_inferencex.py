@@ -11,6 +11,7 @@ import click
 
 from provenance.cli.runner import run
 from provenance.escaping import terminal
+from provenance.evidence.inferencex.cache import CACHE_ENV, default_cache_dir
 from provenance.evidence.inferencex.ingest import Progress
 from provenance.evidence.inferencex.write import IngestOptions, ingest_inferencex, render_report
 from provenance.ledger.paths import default_dirs
@@ -85,6 +86,18 @@ def _run(options: IngestOptions, output_format: str, show_progress: bool) -> Cal
     help="Evidence store directory.",
 )
 @click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=default_cache_dir,
+    show_default=f"${CACHE_ENV}, else $XDG_CACHE_HOME/provenance, else ~/.cache/provenance",
+    help="Extraction cache directory (local, never part of the ledger; safe to delete).",
+)
+@click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Extract every commit again; neither read nor write the extraction cache.",
+)
+@click.option(
     "--format",
     "output_format",
     type=click.Choice(["text", "json"]),
@@ -100,6 +113,8 @@ def inferencex(
     prs: tuple[int, ...],
     ledger: Path,
     evidence: Path,
+    cache_dir: Path,
+    no_cache: bool,
     output_format: str,
 ) -> None:
     """Extract evidence records from the InferenceX repository at PATH (never executed).
@@ -108,6 +123,10 @@ def inferencex(
     (PATH may be a work tree or a bare mirror; nothing is checked out), writes
     one record per evidence point into the evidence store, then the PRs that
     back them into the ledger. Running it again writes nothing new.
+
+    Each commit's extraction is kept in a local cache keyed by the commit, the
+    filters, the PR and the extractor's source, so a re-run reuses it instead
+    of extracting again (``--no-cache`` to bypass it).
     """
     options = IngestOptions(
         repo=path,
@@ -117,5 +136,6 @@ def inferencex(
         prs=prs,
         ledger=ledger,
         evidence=evidence,
+        cache_dir=None if no_cache else cache_dir,
     )
     run(_run(options, output_format, sys.stderr.isatty()))

@@ -184,3 +184,44 @@ toy-fp4-b300-vllm-mtp:
       - { tp: 2, ep: 2, dp-attn: true, conc-list: [64, 128], spec-decoding: mtp }
       - { tp: 4, conc-list: [1, 2, 4], spec-decoding: mtp }
 """
+
+
+TOY_SCRIPT = "benchmarks/single_node/fixed_seq_len/toy_fp4_b300_mtp.sh"
+TOY_RECIPE = "benchmarks/multi_node/srt-slurm-recipes/vllm/toy/4p1d.yaml"
+TOY_CHANGELOG = """\
+- config-keys: [toy-fp4-b300-vllm-mtp]
+  description: ["re-sweep"]
+  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/3
+"""
+
+
+def toy_base_files() -> Files:
+    """A master config with a single-node and a disaggregated key, and what they use."""
+    return {
+        "configs/nvidia-master.yaml": MASTER_SINGLE + "\n" + MASTER_DISAGG,
+        "configs/runners.yaml": RUNNERS,
+        "runners/launch_b300-nv.sh": LAUNCH_B300,
+        TOY_SCRIPT: SCRIPT_MTP,
+        TOY_RECIPE: RECIPE_4P1D,
+    }
+
+
+def toy_history(builder: RepoBuilder) -> RepoBuilder:
+    """#1 adds the toy configs, #2 tunes the launcher, #3 re-sweeps it (perf-changelog),
+    a direct push without a PR number, #4 refreshes the srt-slurm recipe."""
+    builder.commit("Add toy configs (#1)", toy_base_files())
+    builder.commit(
+        "Tune toy launcher (#2)",
+        {
+            TOY_SCRIPT: SCRIPT_MTP.replace(
+                "--max-model-len", "--gpu-memory-utilization 0.9 --max-model-len"
+            )
+        },
+    )
+    builder.commit("Re-sweep toy (#3) [skip-sweep]", {"perf-changelog.yaml": TOY_CHANGELOG})
+    builder.commit("direct push without a PR number", {"README.md": "x\n"})
+    builder.commit(
+        "Refresh toy recipe (#4)",
+        {TOY_RECIPE: RECIPE_4P1D.replace("max-num-seqs: 1024", "max-num-seqs: 512")},
+    )
+    return builder

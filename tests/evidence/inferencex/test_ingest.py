@@ -8,54 +8,26 @@ from inferencex_fixtures import (
     LAUNCH_B300,
     MASTER_DISAGG,
     MASTER_SINGLE,
-    RECIPE_4P1D,
-    RUNNERS,
     SCRIPT_MTP,
+    TOY_RECIPE,
+    TOY_SCRIPT,
     RepoBuilder,
+    toy_base_files,
+    toy_history,
 )
 
 from provenance.errors import UnsafeInputError, UsageError
 from provenance.evidence.inferencex.ingest import IngestResult, extract
 from provenance.evidence.record import EvidenceRecord
 
-SCRIPT = "benchmarks/single_node/fixed_seq_len/toy_fp4_b300_mtp.sh"
-RECIPE = "benchmarks/multi_node/srt-slurm-recipes/vllm/toy/4p1d.yaml"
-CHANGELOG = """\
-- config-keys: [toy-fp4-b300-vllm-mtp]
-  description: ["re-sweep"]
-  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/3
-"""
-
-
-def _base_files() -> dict[str, str | None]:
-    return {
-        "configs/nvidia-master.yaml": MASTER_SINGLE + "\n" + MASTER_DISAGG,
-        "configs/runners.yaml": RUNNERS,
-        "runners/launch_b300-nv.sh": LAUNCH_B300,
-        SCRIPT: SCRIPT_MTP,
-        RECIPE: RECIPE_4P1D,
-    }
+SCRIPT = TOY_SCRIPT
+RECIPE = TOY_RECIPE
+_base_files = toy_base_files
 
 
 @pytest.fixture
 def history(make_repo: Callable[[], RepoBuilder]) -> RepoBuilder:
-    builder = make_repo()
-    builder.commit("Add toy configs (#1)", _base_files())
-    builder.commit(
-        "Tune toy launcher (#2)",
-        {
-            SCRIPT: SCRIPT_MTP.replace(
-                "--max-model-len", "--gpu-memory-utilization 0.9 --max-model-len"
-            )
-        },
-    )
-    builder.commit("Re-sweep toy (#3) [skip-sweep]", {"perf-changelog.yaml": CHANGELOG})
-    builder.commit("direct push without a PR number", {"README.md": "x\n"})
-    builder.commit(
-        "Refresh toy recipe (#4)",
-        {RECIPE: RECIPE_4P1D.replace("max-num-seqs: 1024", "max-num-seqs: 512")},
-    )
-    return builder
+    return toy_history(make_repo())
 
 
 def _by_key(result: IngestResult, key: str) -> list[EvidenceRecord]:

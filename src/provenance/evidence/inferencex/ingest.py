@@ -32,6 +32,7 @@ import git
 from pydantic import BaseModel, ConfigDict, Field
 
 from provenance.errors import InputError
+from provenance.evidence.inferencex.cache import CACHE_FORMAT, ExtractionCache, cache_key
 from provenance.evidence.inferencex.linkage import (
     History,
     HistoryCommit,
@@ -106,6 +107,48 @@ class IngestSummary(BaseModel):
 
     def skip(self, reason: str, count: int = 1) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + count
+
+    def absorb(self, part: IngestSummary) -> None:
+        """Add the summary of one more commit's extraction (before :func:`_finish`)."""
+        self.commits.extend(part.commits)
+        self.files_read += part.files_read
+        self.config_keys += part.config_keys
+        self.points += part.points
+        for reason, count in part.skipped.items():
+            self.skip(reason, count)
+        self.unresolved_scripts.extend(part.unresolved_scripts)
+        self.unlinked_records += part.unlinked_records
+        self.warnings.extend(part.warnings)
+
+
+class CachedExtraction(BaseModel):
+    """One commit's extraction as the extraction cache keeps it (see ``cache.py``)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    format: str
+    key: str
+    records: list[EvidenceRecord]
+    entries: list[LedgerEntry]
+    summary: IngestSummary
+
+    def problem(self, commit: str, only_pr: int | None) -> str | None:
+        """Why this entry cannot be the extraction at ``commit`` (None when it can)."""
+        if self.format != CACHE_FORMAT:
+            return f"format {self.format!r} is not {CACHE_FORMAT!r}"
+        if self.summary.commits != [commit]:
+            return "it is the extraction of another commit"
+        ids = set()
+        for record in self.records:
+            if record.compute_id() != record.id:
+                return f"record {record.id} does not match its content"
+            ids.add(record.id)
+        for entry in self.entries:
+            if only_pr is not None and entry.pr.number != only_pr:
+                return f"it has a ledger entry for #{entry.pr.number}, not #{only_pr}"
+            if not set(entry.records) <= ids:
+                return f"the entry of #{entry.pr.number} names records it does not hold"
+        return None
 
 
 class IngestResult(BaseModel):
@@ -528,27 +571,35 @@ def _entries(
                     commit=record.source.commit,
                     source="git",
                 )
-        head = pr_head(repo, number)
         sources = [f"git:{commit.sha}"]
         if number in attribution.changelog_prs or changelog_keys.get(number):
             sources.append("perf-changelog.yaml")
-        if head:
-            sources.append(f"refs/pull/{number}/head")
         keys = {r.config_key for r in records} | changelog_keys.get(number, set())
-        entries.append(
-            LedgerEntry(
-                pr=PrRef(repo=INFERENCEX_REPO, number=number),
-                title=commit.title,
-                merge_commit=commit.sha,
-                merged_at=commit.date,
-                pr_head=head,
-                config_keys=tuple(sorted(keys)),
-                files=tuple(files[k] for k in sorted(files)),
-                records=tuple(sorted(r.id for r in records)),
-                sources=tuple(sources),
-            )
+        entry = LedgerEntry(
+            pr=PrRef(repo=INFERENCEX_REPO, number=number),
+            title=commit.title,
+            merge_commit=commit.sha,
+            merged_at=commit.date,
+            config_keys=tuple(sorted(keys)),
+            files=tuple(files[k] for k in sorted(files)),
+            records=tuple(sorted(r.id for r in records)),
+            sources=tuple(sources),
         )
+        entries.append(_with_head(entry, pr_head(repo, number)))
     return entries
+
+
+def _with_head(entry: LedgerEntry, head: str | None) -> LedgerEntry:
+    """``entry`` with its PR head commit (``refs/pull/N/head``, the last source) set to ``head``.
+
+    The ref is not part of any commit, so it is looked up again whenever an
+    extraction comes from the cache.
+    """
+    ref = f"refs/pull/{entry.pr.number}/head"
+    sources = [s for s in entry.sources if s != ref]
+    if head:
+        sources.append(ref)
+    return entry.model_copy(update={"pr_head": head, "sources": tuple(sources)})
 
 
 def _select(model_prefix: str | None, keys: str | None) -> Callable[[str, Any], bool]:
@@ -634,6 +685,39 @@ def _finish(summary: IngestSummary, records: list[EvidenceRecord]) -> None:
     summary.warnings = sorted(set(summary.warnings))
 
 
+def _cached_or_extract(
+    repo: git.Repo,
+    commit: git.Commit,
+    model_prefix: str | None,
+    keys: str | None,
+    only_pr: int | None,
+    progress: Progress | None,
+    cache: ExtractionCache | None,
+) -> tuple[list[EvidenceRecord], list[LedgerEntry], IngestSummary]:
+    """:func:`_ingest_commit`'s result, from ``cache`` when it holds it (then stored there)."""
+    sha = str(commit.hexsha)
+    key = None
+    if cache is not None:
+        key = cache_key(commit=sha, model_prefix=model_prefix, keys=keys, pr=only_pr)
+        cached = cache.load(key, CachedExtraction)
+        if cached is not None:
+            problem = cached.problem(sha, only_pr)
+            if problem is None:
+                entries = [_with_head(e, pr_head(repo, e.pr.number)) for e in cached.entries]
+                return cached.records, entries, cached.summary
+            cache.reject(key, problem)
+    summary = IngestSummary()
+    records, entries = _ingest_commit(repo, commit, model_prefix, keys, only_pr, summary, progress)
+    if cache is not None and key is not None:
+        cache.store(
+            key,
+            CachedExtraction(
+                format=CACHE_FORMAT, key=key, records=records, entries=entries, summary=summary
+            ),
+        )
+    return records, entries, summary
+
+
 def extract(
     repo_path: Path,
     rev: str,
@@ -642,26 +726,34 @@ def extract(
     prs: list[int],
     *,
     progress: Progress | None = None,
+    cache: ExtractionCache | None = None,
 ) -> IngestResult:
-    """Evidence records and PR ledger entries of an InferenceX repository (see module doc)."""
+    """Evidence records and PR ledger entries of an InferenceX repository (see module doc).
+
+    With ``cache``, each commit's extraction is looked up there first and stored
+    there after (see :mod:`provenance.evidence.inferencex.cache`); the result is
+    the same either way.
+    """
     repo = open_repo(repo_path)
     tip = resolve_commit(repo, rev)
     summary = IngestSummary()
     records: dict[str, EvidenceRecord] = {}
     entries: dict[int, LedgerEntry] = {}
+    targets: list[tuple[git.Commit, int | None]]
     if prs:
         history = first_parent_history(repo, tip.hexsha)
-        for number in prs:
-            merge = require_pr_commit(history, number, rev)
-            found, made = _ingest_commit(
-                repo, repo.commit(merge.sha), model_prefix, keys, number, summary, progress
-            )
-            records.update((r.id, r) for r in found)
-            entries.update((e.pr.number, e) for e in made)
+        targets = [(repo.commit(require_pr_commit(history, n, rev).sha), n) for n in prs]
     else:
-        found, made = _ingest_commit(repo, tip, model_prefix, keys, None, summary, progress)
+        targets = [(tip, None)]
+    for commit, number in targets:
+        found, made, part = _cached_or_extract(
+            repo, commit, model_prefix, keys, number, progress, cache
+        )
+        summary.absorb(part)
         records.update((r.id, r) for r in found)
         entries.update((e.pr.number, e) for e in made)
+    if cache is not None:
+        summary.warnings.extend(cache.warnings)
     ordered = [records[k] for k in sorted(records)]
     _finish(summary, ordered)
     return IngestResult(

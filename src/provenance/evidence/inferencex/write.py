@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from provenance.escaping import terminal
+from provenance.evidence.inferencex.cache import ExtractionCache
 from provenance.evidence.inferencex.ingest import IngestSummary, Progress, extract
 from provenance.ledger.ledger_dir import Ledger
 from provenance.ledger.lock import writer_lock
@@ -35,6 +36,8 @@ class IngestOptions(BaseModel):
     ledger: Path
     evidence: Path
     lock_timeout: float = 10.0
+    #: Extraction cache directory (``cache.py``); None: extract every commit again.
+    cache_dir: Path | None = None
 
 
 class IngestReport(BaseModel):
@@ -47,10 +50,14 @@ class IngestReport(BaseModel):
     records_unchanged: int = 0
     entries_written: list[int] = Field(default_factory=list)
     entries_unchanged: list[int] = Field(default_factory=list)
+    #: Commits whose extraction came from the extraction cache / was run (None: no cache).
+    extractions_cached: int | None = None
+    extractions_run: int | None = None
 
 
 def ingest_inferencex(options: IngestOptions, progress: Progress | None = None) -> IngestReport:
     """Extract, then store records and merge PR entries (records first, under the lock)."""
+    cache = ExtractionCache(options.cache_dir) if options.cache_dir is not None else None
     result = extract(
         options.repo,
         options.rev,
@@ -58,8 +65,12 @@ def ingest_inferencex(options: IngestOptions, progress: Progress | None = None) 
         options.keys,
         list(options.prs),
         progress=progress,
+        cache=cache,
     )
     report = IngestReport(summary=result.summary)
+    if cache is not None:
+        report.extractions_cached = cache.hits
+        report.extractions_run = cache.misses
     store = EvidenceStore(options.evidence)
     ledger = Ledger(options.ledger)
     with writer_lock(options.ledger, timeout=options.lock_timeout):
@@ -88,6 +99,10 @@ def render_report(report: IngestReport) -> str:
     ]
     for construct, count in s.partial_by_construct.items():
         lines.append(f"  partial by {construct}: {count}")
+    if report.extractions_cached is not None:
+        lines.append(
+            f"extractions: {report.extractions_cached} from the cache, {report.extractions_run} run"
+        )
     lines.append(
         f"ledger entries: {len(report.entries_written)} written"
         + (f" (#{', #'.join(map(str, report.entries_written))})" if report.entries_written else "")
