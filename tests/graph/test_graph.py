@@ -95,3 +95,30 @@ def test_dot_escapes_values() -> None:
     assert dot.rstrip().endswith("}")
     assert 'evil\\" label\\n]; x -> y' in dot
     assert '"x" -> "y"' not in dot
+
+
+def test_build_reduces_each_distinct_flagset_once_with_the_same_result() -> None:
+    """The build memoises ``major`` per distinct FlagSet; the index must be what calling
+    it for every role gives, on the embedded evidence (1,487 records)."""
+    from provenance.audit.validator import PolicyNormaliser
+    from provenance.graph import EvidenceGraph
+    from provenance.ledger.store import EvidenceStore
+
+    root = Path(__file__).resolve().parents[2] / "evidence"
+    records = EvidenceStore(root).load_all()
+    normaliser = PolicyNormaliser()
+    calls: list[object] = []
+
+    def counted(flag_set: object) -> object:
+        calls.append(flag_set)
+        return normaliser.major(flag_set)  # type: ignore[arg-type]
+
+    graph = EvidenceGraph.build(records.values(), [], counted)  # type: ignore[arg-type]
+    distinct = {flag_set for record in records.values() for flag_set in record.roles.values()}
+    assert len(calls) == len(distinct) < sum(len(r.roles) for r in records.values())
+    for record_id, record in records.items():
+        indexed = graph.records[record_id]
+        expected = {role: normaliser.major(f) for role, f in sorted(record.roles.items())}
+        assert indexed.major == expected
+        for role, major in expected.items():
+            assert indexed in graph.exact(indexed.scope, role, major)
