@@ -27,11 +27,22 @@ the *same* evidence point (otherwise ``never-jointly-observed``); an exact
 match whose role shape differs is ``topology-mismatch`` (also when the flags
 match an evidence point of another deployment kind); an exact match with no
 green sweep (or a partial extraction) is ``evidence-not-validated``.
+
+Speed (issue 8): the in-scope records of each role are indexed once per scope
+(:class:`_RoleIndex`): grouped by their major FlagSet (a few dozen distinct ones
+for hundreds of records), with the setters of each flag and key. A role's
+distance to every group is a diff *size* (:meth:`FlagSet.diff_size`, set
+operations); full diffs are built only for the records a report names (the
+nearest point, the basis of ``missing-flag``). Reasons and flag provenance are
+built once per index and flag and shared, as are the judgements of roles whose
+scope has no candidate. ``tests/audit/judge_reference.py`` keeps the
+brute-force judge these must agree with.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import operator
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from provenance.audit.model import (
@@ -53,7 +64,7 @@ from provenance.audit.scope import (
     record_role_shape,
     shape_matches,
 )
-from provenance.flags.model import FlagSet, FlagSetDiff
+from provenance.flags.model import FlagSet
 from provenance.graph import EvidenceGraph, IndexedRecord
 
 #: The policy class of a flag key (``Policy.classify``), as text.
@@ -62,7 +73,8 @@ ClassifyFn = Callable[[str], str]
 _CODE_ORDER = {code: i for i, code in enumerate(ReasonCode)}
 
 
-def _prs(records: Sequence[IndexedRecord]) -> tuple[str, ...]:
+def _prs(records: Iterable[IndexedRecord | EvidenceRef]) -> tuple[str, ...]:
+    """The PRs behind ``records``, once each, by repository then number."""
     seen: dict[str, None] = {}
     for record in records:
         for pr in record.prs:
@@ -80,6 +92,85 @@ def evidence_ref(record: IndexedRecord) -> EvidenceRef:
     return record.ref
 
 
+@dataclass(eq=False)
+class _RoleIndex:
+    """The in-scope records that have one evidence role, indexed once per scope and role.
+
+    Records are grouped by their major FlagSet of the role (a scope has a few dozen
+    distinct ones for hundreds of records): a diff size depends on the FlagSet alone, so
+    distances are computed once per group, and the group's record that wins a tie
+    (validated first, then lowest id) stands for it. Groups are kept in the order of
+    those records, so the nearest group is the first one at the smallest distance.
+    """
+
+    role: str
+    candidates: tuple[IndexedRecord, ...]
+    #: distinct major FlagSet → its records, in candidate order
+    groups: dict[FlagSet, tuple[IndexedRecord, ...]]
+    #: the distinct major FlagSets, in tie-break order of their :attr:`best` records
+    order: tuple[FlagSet, ...]
+    #: distinct major FlagSet → the record nearest-evidence ties resolve to
+    best: dict[FlagSet, IndexedRecord]
+    #: ``(key, value)`` → the records that set it, as references, in candidate order
+    setters: dict[tuple[str, str], tuple[EvidenceRef, ...]]
+    #: key → the records that set it, in candidate order
+    by_key: dict[str, tuple[IndexedRecord, ...]]
+    provenance: dict[tuple[str, str], FlagProvenance] = field(default_factory=dict)
+    flag_reasons: dict[tuple[str, str], Reason | None] = field(default_factory=dict)
+    missing: dict[tuple[str, str], Reason] = field(default_factory=dict)
+    _sets: list[tuple[int, frozenset[str], frozenset[tuple[str, str]]]] = field(
+        default_factory=list, repr=False
+    )
+
+    def __post_init__(self) -> None:
+        self._sets = [(len(g), g.key_set(), g.item_set()) for g in self.order]
+
+    @classmethod
+    def build(cls, role: str, records: Sequence[IndexedRecord]) -> _RoleIndex:
+        candidates = tuple(r for r in records if role in r.major)
+        groups: dict[FlagSet, list[IndexedRecord]] = {}
+        setters: dict[tuple[str, str], list[EvidenceRef]] = {}
+        by_key: dict[str, list[IndexedRecord]] = {}
+        for record in candidates:
+            flags = record.major[role]
+            groups.setdefault(flags, []).append(record)
+            for item in flags.items():
+                setters.setdefault(item, []).append(evidence_ref(record))
+                by_key.setdefault(item[0], []).append(record)
+        best = {flags: min(found, key=_tie_break) for flags, found in groups.items()}
+        return cls(
+            role=role,
+            candidates=candidates,
+            groups={flags: tuple(found) for flags, found in groups.items()},
+            order=tuple(sorted(best, key=lambda flags: _tie_break(best[flags]))),
+            best=best,
+            setters={item: tuple(refs) for item, refs in setters.items()},
+            by_key={key: tuple(found) for key, found in by_key.items()},
+        )
+
+    def distances(self, flags: FlagSet) -> list[int]:
+        """``flags.diff_size(group)`` for every group of :attr:`order` (inlined)."""
+        length, keys, items = len(flags), flags.key_set(), flags.item_set()
+        return [
+            length + size - len(keys & group_keys) - len(items & group_items)
+            for size, group_keys, group_items in self._sets
+        ]
+
+    def supersets(self, flags: FlagSet) -> list[int]:
+        """Positions in :attr:`order` of the groups that have every flag of ``flags``."""
+        wanted = flags.item_set()
+        return [i for i, (_, _, group_items) in enumerate(self._sets) if wanted <= group_items]
+
+    def nearest(self, distances: list[int], positions: Sequence[int] = ()) -> IndexedRecord:
+        """The record at the smallest distance, among the groups at ``positions`` (all when
+        empty); ties: validated first, then lowest id (the order of :attr:`order`)."""
+        if positions:
+            position = min(positions, key=distances.__getitem__)
+        else:
+            position = distances.index(min(distances))
+        return self.best[self.order[position]]
+
+
 @dataclass(frozen=True, eq=False)
 class RoleJudgement:
     """One evidence role's major flags judged against the in-scope evidence."""
@@ -90,7 +181,31 @@ class RoleJudgement:
     exact: tuple[IndexedRecord, ...]
     provenance: tuple[FlagProvenance, ...]
     reasons: tuple[Reason, ...]
-    diffs: Mapping[str, FlagSetDiff] = field(default_factory=dict)
+    #: the report's view of this role (one shared object per judgement)
+    role_flags: RoleFlags
+    #: :attr:`reasons` in report order (:func:`_ordered`)
+    ordered_reasons: tuple[Reason, ...] = ()
+    #: distinct major FlagSet of the role in scope → its diff size from :attr:`flags`
+    sizes: Mapping[FlagSet, int] = field(default_factory=dict)
+    _nearest: dict[str, NearestEvidence] = field(default_factory=dict, repr=False)
+    _vectors: dict[tuple[tuple[str, ...], int], list[int]] = field(default_factory=dict, repr=False)
+
+    def nearest_evidence(self, record: IndexedRecord) -> NearestEvidence:
+        """This role's difference from ``record`` (built once per record)."""
+        found = self._nearest.get(record.id)
+        if found is None:
+            diff = self.flags.diff(record.major[self.role])
+            found = self._nearest[record.id] = NearestEvidence(
+                record=record.id,
+                config_key=record.config_key,
+                prs=record.prs,
+                role=self.role,
+                distance=diff.size,
+                only_recipe=dict(diff.only_left),
+                only_evidence=dict(diff.only_right),
+                changed=dict(diff.changed),
+            )
+        return found
 
 
 @dataclass(frozen=True, eq=False)
@@ -144,11 +259,17 @@ class Judge:
         self.classify = classify
         self._candidates: dict[tuple[str, str, DeploymentKind], list[IndexedRecord]] = {}
         self._any_kind: dict[tuple[str, str], dict[tuple[str, FlagSet], list[IndexedRecord]]] = {}
-        self._setters: dict[
-            tuple[str, str, DeploymentKind, str], dict[tuple[str, str], tuple[EvidenceRef, ...]]
+        self._indexes: dict[tuple[str, str, DeploymentKind, str], _RoleIndex] = {}
+        self._signatures: dict[
+            tuple[str, str, DeploymentKind, tuple[str, ...]], list[IndexedRecord]
         ] = {}
         self._roles: dict[tuple[str, str, DeploymentKind, str, FlagSet], RoleJudgement] = {}
+        self._no_candidates: dict[str, _RoleIndex] = {}
+        self._unevidenced: dict[tuple[DeploymentKind, str, FlagSet], RoleJudgement] = {}
         self._outcomes: dict[CombinationKey, Outcome] = {}
+        self._classes: dict[str, str] = {}
+        self._scopes: dict[tuple[str, str, DeploymentKind], Scope] = {}
+        self._no_scope: dict[tuple[DeploymentKind, str], Reason] = {}
 
     # Candidates -----------------------------------------------------------
     def scope_of(self, model_id: str, hardware: str, kind: DeploymentKind) -> Scope:
@@ -178,21 +299,26 @@ class Judge:
             self._any_kind[key] = index
         return index.get((role, flags), [])
 
+    def _index(self, model_id: str, hardware: str, kind: DeploymentKind, role: str) -> _RoleIndex:
+        key = (model_id, hardware, kind, role)
+        found = self._indexes.get(key)
+        if found is None:
+            found = _RoleIndex.build(role, self.candidates(model_id, hardware, kind))
+            if not found.candidates:  # one per role: its caches serve every such scope
+                found = self._no_candidates.setdefault(role, found)
+            self._indexes[key] = found
+        return found
+
     def setters(
         self, model_id: str, hardware: str, kind: DeploymentKind, role: str
     ) -> dict[tuple[str, str], tuple[EvidenceRef, ...]]:
         """``(key, value)`` → the in-scope records whose ``role`` sets it, in candidate order."""
-        index_key = (model_id, hardware, kind, role)
-        found = self._setters.get(index_key)
+        return self._index(model_id, hardware, kind, role).setters
+
+    def _class_of(self, key: str) -> str:
+        found = self._classes.get(key)
         if found is None:
-            lists: dict[tuple[str, str], list[EvidenceRef]] = {}
-            for record in self.candidates(model_id, hardware, kind):
-                flags = record.major.get(role)
-                if flags is not None:
-                    for item in flags.items():
-                        lists.setdefault(item, []).append(evidence_ref(record))
-            found = {item: tuple(refs) for item, refs in lists.items()}
-            self._setters[index_key] = found
+            found = self._classes[key] = self.classify(key)
         return found
 
     # Role level -------------------------------------------------------------
@@ -202,90 +328,105 @@ class Judge:
         key = (model_id, hardware, kind, role, flags)
         judged = self._roles.get(key)
         if judged is None:
-            judged = self._judge_role(model_id, hardware, kind, role, flags)
+            index = self._index(model_id, hardware, kind, role)
+            if index.candidates:
+                judged = self._judge_role(index, kind, flags)
+            else:  # the same for every scope of this kind without the role: judged once
+                shared = (kind, role, flags)
+                judged = self._unevidenced.get(shared)
+                if judged is None:
+                    judged = self._unevidenced[shared] = self._judge_role(index, kind, flags)
             self._roles[key] = judged
         return judged
 
-    def _judge_role(
-        self, model_id: str, hardware: str, kind: DeploymentKind, role: str, flags: FlagSet
-    ) -> RoleJudgement:
-        candidates = tuple(r for r in self.candidates(model_id, hardware, kind) if role in r.major)
-        exact = tuple(r for r in candidates if r.major[role] == flags)
-        setters = self.setters(model_id, hardware, kind, role)
+    def _judge_role(self, index: _RoleIndex, kind: DeploymentKind, flags: FlagSet) -> RoleJudgement:
+        role = index.role
+        exact = index.groups.get(flags, ())
+        known = index.provenance
         provenance = tuple(
-            FlagProvenance(
-                key=key,
-                value=value,
-                cls=self.classify(key),
-                evidence=setters.get((key, value), ()),
-            )
-            for key, value in flags.items()
+            known.get(item) or self._provenance(index, item) for item in flags.items()
         )
-        diffs = {r.id: flags.diff(r.major[role]) for r in candidates}
-        reasons: list[Reason] = []
-        if not candidates:
-            reasons.append(
+        distances = index.distances(flags)
+        reasons: tuple[Reason, ...] = ()
+        if not index.candidates:
+            reasons = (
                 Reason(
                     code=ReasonCode.NO_EVIDENCE,
                     role=role,
                     detail=f"no {kind} evidence point with a {role} role for this "
                     "checkpoint and hardware",
-                )
+                ),
             )
         elif not exact:
-            reasons.extend(self._flag_reasons(role, flags, candidates, diffs))
+            reasons = tuple(self._flag_reasons(index, flags, distances))
         return RoleJudgement(
             role=role,
             flags=flags,
-            candidates=candidates,
+            candidates=index.candidates,
             exact=exact,
             provenance=provenance,
-            reasons=tuple(reasons),
-            diffs=diffs,
+            reasons=reasons,
+            role_flags=RoleFlags(role=role, node_rank=None, flags=provenance),
+            ordered_reasons=_ordered(reasons),
+            sizes=dict(zip(index.order, distances, strict=True)),
         )
 
+    def _provenance(self, index: _RoleIndex, item: tuple[str, str]) -> FlagProvenance:
+        found = index.provenance.get(item)
+        if found is None:
+            key, value = item
+            found = index.provenance[item] = FlagProvenance(
+                key=key,
+                value=value,
+                cls=self._class_of(key),
+                evidence=index.setters.get(item, ()),
+            )
+        return found
+
     @staticmethod
+    def _flag_reason(index: _RoleIndex, item: tuple[str, str]) -> Reason | None:
+        """``flag-unevidenced`` or ``value-mismatch`` for one recipe flag (``None``: evidenced)."""
+        if item in index.flag_reasons:
+            return index.flag_reasons[item]
+        key, value = item
+        setters = index.by_key.get(key, ())
+        reason: Reason | None = None
+        if not setters:
+            reason = Reason(
+                code=ReasonCode.FLAG_UNEVIDENCED,
+                role=index.role,
+                flag=key,
+                recipe_value=value,
+                detail="no in-scope evidence point sets this flag",
+            )
+        elif item not in index.setters:
+            seen = sorted({r.major[index.role][key] for r in setters})
+            reason = Reason(
+                code=ReasonCode.VALUE_MISMATCH,
+                role=index.role,
+                flag=key,
+                recipe_value=value,
+                evidence_value=", ".join(seen),
+                sources=_prs(setters),
+            )
+        index.flag_reasons[item] = reason
+        return reason
+
     def _flag_reasons(
-        role: str,
-        flags: FlagSet,
-        candidates: Sequence[IndexedRecord],
-        diffs: Mapping[str, FlagSetDiff],
+        self, index: _RoleIndex, flags: FlagSet, distances: list[int]
     ) -> list[Reason]:
-        reasons: list[Reason] = []
-        for key, value in flags.items():
-            setters = [r for r in candidates if key in r.major[role]]
-            if not setters:
-                reasons.append(
-                    Reason(
-                        code=ReasonCode.FLAG_UNEVIDENCED,
-                        role=role,
-                        flag=key,
-                        recipe_value=value,
-                        detail="no in-scope evidence point sets this flag",
-                    )
-                )
-            elif not any(r.major[role][key] == value for r in setters):
-                seen = sorted({r.major[role][key] for r in setters})
-                reasons.append(
-                    Reason(
-                        code=ReasonCode.VALUE_MISMATCH,
-                        role=role,
-                        flag=key,
-                        recipe_value=value,
-                        evidence_value=", ".join(seen),
-                        sources=_prs(setters),
-                    )
-                )
-        supersets = [r for r in candidates if not diffs[r.id].only_left and not diffs[r.id].changed]
+        role = index.role
+        reasons = [
+            reason
+            for reason in (self._flag_reason(index, item) for item in flags.items())
+            if reason is not None
+        ]
+        supersets = index.supersets(flags)
         if not reasons and not supersets:
-            nearest = _nearest(candidates, diffs)
-            lacking = {
-                **diffs[nearest.id].only_left,
-                **{k: v for k, (v, _) in diffs[nearest.id].changed.items()},
-            }
-            elsewhere = [
-                r for r in candidates if any(r.major[role].get(k) == v for k, v in lacking.items())
-            ]
+            nearest = index.nearest(distances)
+            diff = flags.diff(nearest.major[role])
+            lacking = {**diff.only_left, **{k: v for k, (v, _) in diff.changed.items()}}
+            elsewhere = (ref for item in lacking.items() for ref in index.setters.get(item, ()))
             reasons.append(
                 Reason(
                     code=ReasonCode.NEVER_JOINTLY_OBSERVED,
@@ -296,20 +437,85 @@ class Judge:
                     + ", ".join(f"{k}={v}" for k, v in sorted(lacking.items())),
                 )
             )
-        basis = _nearest(supersets or candidates, diffs)
-        for key, evidence_value in diffs[basis.id].only_right.items():
-            reasons.append(
-                Reason(
-                    code=ReasonCode.MISSING_FLAG,
-                    role=role,
-                    flag=key,
-                    evidence_value=evidence_value,
-                    sources=basis.prs,
-                    detail=f"set by the nearest evidence point ({basis.config_key}), "
-                    "not by the recipe",
-                )
-            )
+        basis = index.nearest(distances, supersets)
+        for key, evidence_value in basis.major[role].items():
+            if key not in flags:
+                reasons.append(self._missing_flag(index, basis, key, evidence_value))
         return reasons
+
+    @staticmethod
+    def _missing_flag(
+        index: _RoleIndex, basis: IndexedRecord, key: str, evidence_value: str
+    ) -> Reason:
+        """``missing-flag``: ``key`` is set by the nearest evidence point, not by the recipe."""
+        memo = (basis.id, key)
+        found = index.missing.get(memo)
+        if found is None:
+            found = index.missing[memo] = Reason(
+                code=ReasonCode.MISSING_FLAG,
+                role=index.role,
+                flag=key,
+                evidence_value=evidence_value,
+                sources=basis.prs,
+                detail=f"set by the nearest evidence point ({basis.config_key}), not by the recipe",
+            )
+        return found
+
+    def _nearest_evidence(
+        self, key: CombinationKey, judgements: Sequence[RoleJudgement]
+    ) -> tuple[NearestEvidence, ...]:
+        """The single evidence point closest over all roles, with each role's difference.
+
+        Closest: the smallest sum of the roles' diff sizes; ties go to a validated point,
+        then to the lowest id. Points with the same major FlagSets in every role are at
+        the same distance, so one per such signature is scored (:meth:`_signatures`).
+        """
+        if not judgements:
+            return ()
+        roles = tuple(j.role for j in judgements)
+        signatures = self._signature_records(key.model_id, key.hardware, key.kind, roles)
+        if not signatures:
+            return ()
+        totals = self._distances(judgements[0], roles, 0, signatures)
+        for position in range(1, len(judgements)):
+            vector = self._distances(judgements[position], roles, position, signatures)
+            totals = list(map(operator.add, totals, vector))
+        best = signatures[totals.index(min(totals))]
+        return tuple(j.nearest_evidence(best) for j in judgements)
+
+    def _signature_records(
+        self, model_id: str, hardware: str, kind: DeploymentKind, roles: tuple[str, ...]
+    ) -> list[IndexedRecord]:
+        """One record per distinct tuple of major FlagSets of ``roles`` among the in-scope
+        records that have all of them: the one ties resolve to, in tie-break order."""
+        memo = (model_id, hardware, kind, roles)
+        found = self._signatures.get(memo)
+        if found is None:
+            best: dict[tuple[FlagSet, ...], IndexedRecord] = {}
+            for record in self.candidates(model_id, hardware, kind):
+                major = record.major
+                if all(role in major for role in roles):
+                    signature = tuple(major[role] for role in roles)
+                    held = best.get(signature)
+                    if held is None or _tie_break(record) < _tie_break(held):
+                        best[signature] = record
+            found = self._signatures[memo] = sorted(best.values(), key=_tie_break)
+        return found
+
+    @staticmethod
+    def _distances(
+        judgement: RoleJudgement,
+        roles: tuple[str, ...],
+        position: int,
+        signatures: Sequence[IndexedRecord],
+    ) -> list[int]:
+        """The judgement's diff size from each signature record (memoised per judgement)."""
+        memo = (roles, position)
+        found = judgement._vectors.get(memo)
+        if found is None:
+            sizes, role = judgement.sizes, judgement.role
+            found = judgement._vectors[memo] = [sizes[r.major[role]] for r in signatures]
+        return found
 
     # Combination level ------------------------------------------------------
     def outcome(self, key: CombinationKey) -> Outcome:
@@ -320,40 +526,27 @@ class Judge:
         return found
 
     def _judge_combination(self, key: CombinationKey) -> Outcome:
-        scope = self.scope_of(key.model_id, key.hardware, key.kind)
+        model_id, hardware, kind = key.model_id, key.hardware, key.kind
         judgements: list[RoleJudgement] = [
-            self.role(key.model_id, key.hardware, key.kind, role, flags)
+            self.role(model_id, hardware, kind, role, flags)
             for role, flagsets in key.roles
             for flags in flagsets
         ]
-        roles = tuple(
-            RoleFlags(
-                role=j.role,
-                node_rank=None,
-                flags=j.provenance,
-            )
-            for j in judgements
-        )
-        role_flags = tuple((j.role, j.flags) for j in judgements)
+        # Reasons of the roles (``role_reasons``) and of the combination (``reasons``) are
+        # kept apart so that the roles' own, already ordered, need not be sorted again.
+        role_reasons = False
         reasons: list[Reason] = []
         evidence: tuple[EvidenceRef, ...] = ()
-        candidates = self.candidates(key.model_id, key.hardware, key.kind)
-        recipe_shape = recipe_role_shape(key.kind, key.node_count)
         if not judgements:
             reasons.append(
                 Reason(code=ReasonCode.NO_EVIDENCE, detail="the combination renders no command")
             )
-        elif not candidates:
-            reasons.append(
-                Reason(
-                    code=ReasonCode.NO_EVIDENCE,
-                    detail=f"no {key.kind} evidence for this checkpoint on {key.hardware}",
-                )
-            )
+        elif not self.candidates(model_id, hardware, kind):
+            reasons.append(self._no_scope_evidence(kind, hardware))
         else:
-            for judgement in judgements:
-                reasons.extend(judgement.reasons)
-            if all(j.exact for j in judgements):
+            role_reasons = True
+            if all(j.exact for j in judgements):  # then no role has a reason of its own
+                recipe_shape = recipe_role_shape(kind, key.node_count)
                 reasons.extend(self._joint_reasons(judgements, recipe_shape))
                 if not reasons:
                     joint = _joint(judgements)
@@ -365,26 +558,38 @@ class Judge:
         if not evidence:
             reasons.extend(self._other_kind_reasons(key, judgements))
         verdict = VerdictKind.RECOMMENDED if evidence else VerdictKind.GUIDE_ONLY
-        if verdict is VerdictKind.GUIDE_ONLY and not reasons:  # defensive: never silent
+        if (
+            verdict is VerdictKind.GUIDE_ONLY
+            and not reasons
+            and not (role_reasons and any(j.reasons for j in judgements))
+        ):  # defensive: never silent
             reasons.append(Reason(code=ReasonCode.NO_EVIDENCE, detail="no evidence point matched"))
-        nearest = () if evidence else _nearest_evidence(judgements)
-        ordered = sorted(
-            dict.fromkeys(reasons),
-            key=lambda r: (
-                ROLE_ORDER.get(r.role or "", -1),
-                _CODE_ORDER[r.code],
-                r.flag or "",
-            ),
-        )
         return Outcome(
             verdict=verdict,
-            roles=roles,
-            reasons=tuple(ordered),
-            nearest=nearest,
+            roles=tuple(j.role_flags for j in judgements),
+            reasons=_ordered(reasons, judgements if role_reasons else ()),
+            nearest=() if evidence else self._nearest_evidence(key, judgements),
             evidence=evidence,
-            scope=scope,
-            role_flags=role_flags,
+            scope=self._scope(model_id, hardware, kind),
+            role_flags=tuple((j.role, j.flags) for j in judgements),
         )
+
+    def _scope(self, model_id: str, hardware: str, kind: DeploymentKind) -> Scope:
+        key = (model_id, hardware, kind)
+        found = self._scopes.get(key)
+        if found is None:
+            found = self._scopes[key] = self.scope_of(model_id, hardware, kind)
+        return found
+
+    def _no_scope_evidence(self, kind: DeploymentKind, hardware: str) -> Reason:
+        key = (kind, hardware)
+        found = self._no_scope.get(key)
+        if found is None:
+            found = self._no_scope[key] = Reason(
+                code=ReasonCode.NO_EVIDENCE,
+                detail=f"no {kind} evidence for this checkpoint on {hardware}",
+            )
+        return found
 
     @staticmethod
     def _joint_reasons(judgements: Sequence[RoleJudgement], shape: RoleShape) -> list[Reason]:
@@ -460,6 +665,39 @@ class Judge:
         ]
 
 
+def _reason_order(reason: Reason) -> tuple[int, int, str]:
+    return (ROLE_ORDER.get(reason.role or "", -1), _CODE_ORDER[reason.code], reason.flag or "")
+
+
+def _ordered(
+    reasons: Sequence[Reason], judgements: Sequence[RoleJudgement] = ()
+) -> tuple[Reason, ...]:
+    """The judgements' reasons then ``reasons``, without duplicates, in report order: by
+    role (combination-level first), reason code, flag; stable otherwise.
+
+    Shortcut: when the roles are distinct, known and in report order, and every one of
+    ``reasons`` is combination-level, the result is ``reasons`` in order followed by each
+    role's own reasons already in order (role-level reasons always name their role, so
+    none equals another role's or a combination-level one).
+    """
+    if not judgements:
+        return tuple(sorted(dict.fromkeys(reasons), key=_reason_order))
+    previous = -1
+    for judgement in judgements:
+        order = ROLE_ORDER.get(judgement.role, -1)
+        if order <= previous:
+            break
+        previous = order
+    else:
+        if all(reason.role is None for reason in reasons):
+            head = _ordered(reasons) if reasons else ()
+            if len(judgements) == 1:
+                return head + judgements[0].ordered_reasons
+            return head + tuple(r for j in judgements for r in j.ordered_reasons)
+    chained = [r for j in judgements for r in j.reasons]
+    return _ordered([*chained, *reasons])
+
+
 def _joint(judgements: Sequence[RoleJudgement]) -> list[IndexedRecord]:
     """Records that match every role exactly (the same deployment for all roles)."""
     if not judgements:
@@ -478,37 +716,6 @@ def _usable(record: IndexedRecord) -> bool:
     return record.validated and not record.record.is_partial
 
 
-def _nearest(records: Sequence[IndexedRecord], diffs: Mapping[str, FlagSetDiff]) -> IndexedRecord:
-    return min(records, key=lambda r: (diffs[r.id].size, not r.validated, r.id))
-
-
-def _nearest_evidence(judgements: Sequence[RoleJudgement]) -> tuple[NearestEvidence, ...]:
-    """The single evidence point closest over all roles, with each role's difference."""
-    if not judgements:
-        return ()
-    common = set.intersection(*({r.id for r in j.candidates} for j in judgements))
-    if not common:
-        return ()
-    by_id = {r.id: r for r in judgements[0].candidates}
-
-    def total(record_id: str) -> tuple[int, bool, str]:
-        return (
-            sum(j.diffs[record_id].size for j in judgements),
-            not by_id[record_id].validated,
-            record_id,
-        )
-
-    best = by_id[min(common, key=total)]
-    return tuple(
-        NearestEvidence(
-            record=best.id,
-            config_key=best.config_key,
-            prs=best.prs,
-            role=j.role,
-            distance=j.diffs[best.id].size,
-            only_recipe=dict(j.diffs[best.id].only_left),
-            only_evidence=dict(j.diffs[best.id].only_right),
-            changed=dict(j.diffs[best.id].changed),
-        )
-        for j in judgements
-    )
+def _tie_break(record: IndexedRecord) -> tuple[bool, str]:
+    """Between evidence points at the same distance: validated first, then the lowest id."""
+    return (not record.validated, record.id)

@@ -127,49 +127,103 @@ def _record_roles(record: IndexedRecord) -> tuple[RoleKey, ...]:
     )
 
 
-def _describe_diff(roles: Sequence[tuple[str, FlagSet]], key: CombinationKey) -> tuple[int, str]:
-    recipe = {role: flagsets[0] for role, flagsets in key.roles}
+#: (evidence role, its major FlagSet) per role, in report order
+FlatRoles = tuple[tuple[str, FlagSet], ...]
+
+
+def _distance(roles: FlatRoles, recipe: Mapping[str, FlagSet]) -> int:
+    """How many flags differ between an evidence point's roles and a combination's
+    (``recipe``: role → its first major FlagSet); a role the recipe does not render
+    counts as all its flags plus one."""
     total = 0
+    for role, evidence_flags in roles:
+        mine = recipe.get(role)
+        total += len(evidence_flags) + 1 if mine is None else evidence_flags.diff_size(mine)
+    return total
+
+
+def _describe_diff(roles: FlatRoles, recipe: Mapping[str, FlagSet]) -> str:
+    """The difference :func:`_distance` counts, role by role (``-`` evidence only, ``+``
+    recipe only)."""
     parts = []
     for role, evidence_flags in roles:
         mine = recipe.get(role)
         if mine is None:
-            total += len(evidence_flags) + 1
             parts.append(f"{role}: role not rendered")
             continue
         diff = evidence_flags.diff(mine)
-        total += diff.size
         bits = [f"-{k}={v}" for k, v in diff.only_left.items()]
         bits += [f"+{k}={v}" for k, v in diff.only_right.items()]
         bits += [f"{k}: evidence {a}, recipe {b}" for k, (a, b) in diff.changed.items()]
         if bits:
             parts.append(f"{role}: {' '.join(bits)}")
-    return total, "; ".join(parts)
+    return "; ".join(parts)
+
+
+#: what a combination is compared with (each role's first major FlagSet) and its _Seen
+Compared = tuple[dict[str, FlagSet], "_Seen"]
+#: (model id, hardware, deployment kind) of audited combinations
+_Scope = tuple[str, str, str]
+_Pair = tuple[CombinationKey, "_Seen"]
+
+
+def distinct_combinations(candidates: Sequence[tuple[CombinationKey, _Seen]]) -> list[Compared]:
+    """The first of ``candidates`` for each distinct comparison (role → first major FlagSet),
+    in order: the others are at the same distance from any evidence point."""
+    distinct: dict[tuple[tuple[str, FlagSet], ...], Compared] = {}
+    for key, seen in candidates:
+        signature = tuple((role, flagsets[0]) for role, flagsets in key.roles)
+        if signature not in distinct:
+            distinct[signature] = (dict(signature), seen)
+    return list(distinct.values())
+
+
+def nearest_combination(roles: FlatRoles, compared: Sequence[Compared]) -> tuple[int, str, _Seen]:
+    """The first of ``compared`` at the smallest :func:`_distance` from ``roles``, that
+    distance and its description."""
+    distances = [_distance(roles, recipe) for recipe, _ in compared]
+    best = min(distances)
+    recipe, seen = compared[distances.index(best)]
+    return best, _describe_diff(roles, recipe), seen
 
 
 def reverse_entries(
     auditor: RecipeAuditor, graph: EvidenceGraph, gpus_per_node: Mapping[str, int]
 ) -> list[ReverseEntry]:
-    by_flags: dict[tuple[str, str, str, tuple[RoleKey, ...]], list[tuple[CombinationKey, _Seen]]]
-    by_flags = defaultdict(list)
-    by_scope: dict[tuple[str, str, str], list[tuple[CombinationKey, _Seen]]] = defaultdict(list)
+    by_flags: dict[tuple[_Scope, tuple[RoleKey, ...]], list[_Pair]] = defaultdict(list)
+    by_scope: dict[_Scope, list[_Pair]] = defaultdict(list)
     pool_modes: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for key, seen in auditor.seen.items():
-        by_flags[(key.model_id, key.hardware, key.kind, key.roles)].append((key, seen))
-        by_scope[(key.model_id, key.hardware, key.kind)].append((key, seen))
-        pool_modes[(key.model_id, key.hardware)] |= seen.pd_modes
+    for pair in auditor.seen.items():
+        key, seen = pair
+        scope = (key.model_id, key.hardware, key.kind)
+        by_flags[(scope, key.roles)].append(pair)
+        by_scope[scope].append(pair)
+        if seen.pd_modes:
+            pool_modes[(key.model_id, key.hardware)] |= seen.pd_modes
+    model_ids = sorted(auditor.model_ids.items())
+    checkpoints: dict[tuple[str, str], bool] = {}
+    # memos: per scope, the distinct combinations; per scope and evidence roles, the nearest
+    distinct: dict[_Scope, list[Compared]] = {}
+    nearest: dict[tuple[_Scope, FlatRoles], tuple[int, str, _Seen]] = {}
     entries: list[ReverseEntry] = []
     for indexed in graph.records.values():
         record = indexed.record
-        for model_id, hardware_set in sorted(auditor.model_ids.items()):
-            hardware = record.hardware.lower()
-            if hardware not in hardware_set or not same_checkpoint(model_id, record.checkpoint):
+        hardware = record.hardware.lower()
+        for model_id, hardware_set in model_ids:
+            if hardware not in hardware_set:
+                continue
+            same = checkpoints.get((model_id, record.checkpoint))
+            if same is None:
+                same = checkpoints[(model_id, record.checkpoint)] = same_checkpoint(
+                    model_id, record.checkpoint
+                )
+            if not same:
                 continue
             kind = record.topology.kind
             roles = _record_roles(indexed)
             matches = [
                 (key, seen)
-                for key, seen in by_flags.get((model_id, hardware, kind, roles), [])
+                for key, seen in by_flags.get(((model_id, hardware, kind), roles), [])
                 if all(
                     shape_matches(
                         recipe_role_shape(kind, key.node_count),
@@ -199,14 +253,20 @@ def reverse_entries(
                     ReverseEntry(**common, status="not-expressible", why="; ".join(problems))
                 )
                 break
-            flat = [(role, flagsets[0]) for role, flagsets in roles]
-            candidates = by_scope.get((model_id, hardware, kind), [])
+            flat = tuple((role, flagsets[0]) for role, flagsets in roles)
+            scope = (model_id, hardware, kind)
+            candidates = by_scope.get(scope, [])
             if not candidates:
                 why = f"no audited {kind} combination on {hardware}"
                 example = None
             else:
-                scored = [(_describe_diff(flat, key), seen) for key, seen in candidates]
-                (distance, text), seen = min(scored, key=lambda item: item[0][0])
+                found = nearest.get((scope, flat))
+                if found is None:
+                    compared = distinct.get(scope)
+                    if compared is None:
+                        compared = distinct[scope] = distinct_combinations(candidates)
+                    found = nearest[(scope, flat)] = nearest_combination(flat, compared)
+                distance, text, seen = found
                 example = seen.example
                 why = (
                     f"nearest audited combination differs by {distance} flag(s) "

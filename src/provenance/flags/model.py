@@ -18,11 +18,13 @@ Keeping values as canonical strings makes equality exact: ``True``, ``1`` and
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, ValuesView
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel, ConfigDict
+
+_T = TypeVar("_T")
 
 
 class FlagClass(StrEnum):
@@ -57,7 +59,7 @@ class FlagSet(Mapping[str, str]):
     order so that equal sets always print, hash and serialise the same way.
     """
 
-    __slots__ = ("_hash", "_items")
+    __slots__ = ("_hash", "_item_set", "_items", "_key_set")
 
     def __init__(self, flags: Iterable[Flag] | Mapping[str, str] = ()) -> None:
         items: dict[str, str] = {}
@@ -69,6 +71,8 @@ class FlagSet(Mapping[str, str]):
                 items[flag.key] = flag.value
         self._items: dict[str, str] = dict(sorted(items.items()))
         self._hash: int | None = None
+        self._key_set: frozenset[str] | None = None
+        self._item_set: frozenset[tuple[str, str]] | None = None
 
     # Mapping protocol -------------------------------------------------------
     def __getitem__(self, key: str) -> str:
@@ -79,6 +83,26 @@ class FlagSet(Mapping[str, str]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+    # The Mapping mixins go through __getitem__ one key at a time; the dict does it in C.
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    @overload
+    def get(self, key: str, /) -> str | None: ...
+    @overload
+    def get(self, key: str, /, default: str | _T) -> str | _T: ...
+    def get(self, key: str, /, default: object = None) -> object:
+        return self._items.get(key, default)
+
+    def keys(self) -> KeysView[str]:
+        return self._items.keys()
+
+    def items(self) -> ItemsView[str, str]:
+        return self._items.items()
+
+    def values(self) -> ValuesView[str]:
+        return self._items.values()
 
     def __hash__(self) -> int:
         if self._hash is None:
@@ -121,6 +145,31 @@ class FlagSet(Mapping[str, str]):
             if k in other._items and other._items[k] != v
         }
         return FlagSetDiff(only_left=only_self, only_right=only_other, changed=changed)
+
+    def key_set(self) -> frozenset[str]:
+        """The keys as a frozenset (computed once: diff sizes are set operations on it)."""
+        if self._key_set is None:
+            self._key_set = frozenset(self._items)
+        return self._key_set
+
+    def item_set(self) -> frozenset[tuple[str, str]]:
+        """The ``(key, value)`` pairs as a frozenset (computed once)."""
+        if self._item_set is None:
+            self._item_set = frozenset(self._items.items())
+        return self._item_set
+
+    def diff_size(self, other: FlagSet) -> int:
+        """``self.diff(other).size`` without building the diff.
+
+        Keys only on one side count once each, keys on both sides with different
+        values once: ``len(a) + len(b) - |keys(a) & keys(b)| - |items(a) & items(b)|``.
+        """
+        return (
+            len(self._items)
+            + len(other._items)
+            - len(self.key_set() & other.key_set())
+            - len(self.item_set() & other.item_set())
+        )
 
     def to_json(self) -> dict[str, str]:
         return dict(self._items)
