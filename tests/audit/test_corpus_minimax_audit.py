@@ -93,8 +93,7 @@ def _mirror_report(tmp_path_factory: pytest.TempPathFactory) -> AuditReport:
 
 def _find(report: AuditReport, **want: object) -> VerdictEntry:
     for entry in report.verdicts:
-        for selection in entry.selections or (entry.selection,):
-            assert selection is not None
+        for selection in entry.iter_selections():
             data = selection.model_dump()
             if all(data.get(k) == v for k, v in want.items()):
                 return entry

@@ -23,7 +23,7 @@ from audit_builders import (
     single_record,
 )
 
-from provenance.audit.model import AuditReport
+from provenance.audit.model import RECORD_INDEX, AuditReport
 from provenance.audit.validator import RecipeInput, audit
 from provenance.ledger.model import Declaration, Declarations, SelectionPattern
 from provenance.report import json_report, markdown, sarif, text
@@ -132,9 +132,21 @@ def test_json_stream_equals_model_dump(tmp_path: Path) -> None:
     out = io.StringIO()
     json_report.write(report, out)
     streamed = json.loads(out.getvalue())
-    assert streamed == json.loads(report.model_dump_json(by_alias=True))
-    assert streamed["schema"] == "provenance.audit/v1"
-    again = AuditReport.model_validate(streamed)
+    context = {RECORD_INDEX: report.record_index()}
+    assert streamed == json.loads(report.model_dump_json(by_alias=True, context=context))
+    assert streamed["schema"] == "provenance.audit/v2"
+    # flags cite records by index into the records table
+    records = [r["record"] for r in streamed["records"]]
+    cited = [
+        records[i]
+        for entry in streamed["verdicts"]
+        for role in entry["roles"]
+        for flag in role["flags"]
+        for i in flag["evidence"]
+    ]
+    assert cited and set(cited) == {r.record for r in report.records}
+    # without the index the model round-trips
+    again = AuditReport.model_validate_json(report.model_dump_json(by_alias=True))
     assert again == report
 
 

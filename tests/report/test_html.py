@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from provenance.audit.model import AuditReport, VerdictEntry, VerdictKind
+from provenance.audit.model import AuditReport, SelectionSet, VerdictEntry, VerdictKind
 from provenance.ledger.model import SweepRun
 from provenance.recipes.combination import PdPool, PdSelection, Selection
 from provenance.report.html import (
@@ -71,7 +71,7 @@ def page_data(page: str) -> dict[str, Any]:
 def all_selections(report: AuditReport) -> list[tuple[Selection, VerdictEntry]]:
     out = []
     for entry in report.verdicts:
-        for selection in ((entry.selection,) if entry.selection else ()) + (entry.selections or ()):
+        for selection in entry.iter_selections():
             out.append((selection, entry))
     return out
 
@@ -91,7 +91,7 @@ def test_identical_outcomes_share_one_group(report: AuditReport) -> None:
     ungrouped = report.model_copy(
         update={
             "verdicts": tuple(
-                e.model_copy(update={"selection": s, "selections": None})
+                e.model_copy(update={"selections": (SelectionSet.of(s),), "combinations": 1})
                 for s, e in all_selections(report)
             )
         }

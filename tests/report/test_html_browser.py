@@ -495,8 +495,8 @@ def _guide_only_example(report: AuditReport) -> tuple[str, str, VerdictEntry] | 
     for entry in report.verdicts:
         if entry.verdict is not VerdictKind.GUIDE_ONLY or not entry.reasons:
             continue
-        for selection in (entry.selection, *(entry.selections or ())):
-            if selection is None or selection.strategy != "single_node_tp":
+        for selection in entry.iter_selections():
+            if selection.strategy != "single_node_tp":
                 continue
             rank = (
                 (selection.variant != "nvfp4")

@@ -109,9 +109,8 @@ def _roles_with(report: AuditReport) -> dict[Selection, set[str]]:
     out: dict[Selection, set[str]] = {}
     for entry in report.verdicts:
         roles = {r.role for r in entry.roles if any((f.key, f.value) == INDEXER for f in r.flags)}
-        for sel in (entry.selection, *(entry.selections or ())):
-            if sel is not None:
-                out[sel] = roles
+        for sel in entry.iter_selections():
+            out[sel] = roles
     return out
 
 

@@ -1,4 +1,4 @@
-"""Verdicts and the audit report (JSON schema ``provenance.audit/v1``).
+"""Verdicts and the audit report (JSON schema ``provenance.audit/v2``).
 
 Semantics (``../shared/DESIGN.md``, "Verdict semantics"): a combination is
 ``recommended`` only when, for every role, one single validated evidence
@@ -9,14 +9,28 @@ reasons and the nearest evidence.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    model_validator,
+)
 
-from provenance.recipes.combination import Selection
+from provenance.recipes.combination import PdPool, PdSelection, Selection, construct
 
-AUDIT_SCHEMA: Literal["provenance.audit/v1"] = "provenance.audit/v1"
+AUDIT_SCHEMA: Literal["provenance.audit/v2"] = "provenance.audit/v2"
+
+#: Serialisation context key: ``{record id: index}``. When given, a flag's evidence is
+#: written as indexes into the report's ``records`` table (the audit report does this:
+#: the same records back the same flag in thousands of verdict entries).
+RECORD_INDEX = "record_index"
 
 
 class VerdictKind(StrEnum):
@@ -43,15 +57,44 @@ class EvidenceRef(BaseModel):
     prs: tuple[str, ...] = ()
 
 
+def _index_or_ref(schema: dict[str, Any]) -> None:
+    """JSON Schema of a flag's evidence list: references, or indexes into ``records``."""
+    schema["items"] = {
+        "anyOf": [
+            {"type": "integer", "minimum": 0, "description": "index into the report's records"},
+            schema["items"],
+        ]
+    }
+
+
 class FlagProvenance(BaseModel):
-    """One major flag of one role and the evidence that sets it in scope."""
+    """One major flag of one role and the evidence that sets it in scope.
+
+    In JSON, ``evidence`` is a list of references, or, inside an audit report, a list
+    of indexes into the report's ``records`` table (see :data:`RECORD_INDEX`).
+    """
 
     key: str
     value: str
     cls: str = Field(alias="class")
-    evidence: tuple[EvidenceRef, ...] = ()
+    evidence: tuple[EvidenceRef, ...] = Field(default=(), json_schema_extra=_index_or_ref)
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    @field_serializer("evidence", mode="wrap")
+    def _evidence_as_indexes(
+        self,
+        value: tuple[EvidenceRef, ...],
+        handler: SerializerFunctionWrapHandler,
+        info: SerializationInfo,
+    ) -> Any:
+        context = info.context
+        index: Mapping[str, int] | None = (
+            context.get(RECORD_INDEX) if isinstance(context, dict) else None
+        )
+        if index is None:
+            return handler(value)
+        return [index[ref.record] for ref in value]
 
 
 class RoleFlags(BaseModel):
@@ -89,20 +132,168 @@ class NearestEvidence(BaseModel):
     changed: dict[str, tuple[str, str]] = Field(default_factory=dict)
 
 
+class FeatureChoice(BaseModel):
+    """The enabled features of a selection and the effective mode of each modes-feature."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    features: tuple[str, ...] = ()
+    feature_modes: dict[str, str | None] = Field(default_factory=dict)
+
+
+class PdPools(BaseModel):
+    """Every pairing of these prefill pools with these decode pools."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prefill: tuple[PdPool, ...]
+    decode: tuple[PdPool, ...]
+
+
+class SelectionSet(BaseModel):
+    """A cross-product of selections: one deployment shape × feature choices × PD pools.
+
+    It stands for ``len(features) × len(pd.prefill) × len(pd.decode)`` selections
+    (``len(features)`` without PD), each with the shape's fields, one feature choice
+    and, under ``pd_cluster``, one prefill and one decode pool. Audits group thousands
+    of combinations with one outcome; listing them one by one would dominate the report.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    variant: str
+    hardware: str
+    strategy: str | None
+    node_count: int | None
+    kv_offload: str | None = None
+    kv_instances: int | None = None
+    omni_task: str | None = None
+    features: tuple[FeatureChoice, ...]
+    pd: PdPools | None = None
+
+    @property
+    def count(self) -> int:
+        pools = len(self.pd.prefill) * len(self.pd.decode) if self.pd is not None else 1
+        return len(self.features) * pools
+
+    def selections(self) -> Iterator[Selection]:
+        """Every selection of the set: feature choices outermost, then prefill, then decode."""
+        pairs: list[PdSelection | None] = [None]
+        if self.pd is not None:
+            pairs = [
+                construct(PdSelection, {"prefill": p, "decode": d})
+                for p in self.pd.prefill
+                for d in self.pd.decode
+            ]
+        for choice in self.features:
+            for pair in pairs:
+                yield construct(
+                    Selection,
+                    {
+                        "variant": self.variant,
+                        "hardware": self.hardware,
+                        "strategy": self.strategy,
+                        "node_count": self.node_count,
+                        "pd": pair,
+                        "kv_offload": self.kv_offload,
+                        "kv_instances": self.kv_instances,
+                        "features": choice.features,
+                        "feature_modes": choice.feature_modes,
+                        "omni_task": self.omni_task,
+                    },
+                )
+
+    @classmethod
+    def of(cls, selection: Selection) -> SelectionSet:
+        """The set holding exactly ``selection`` (built without validation: a
+        :class:`Selection` is already valid)."""
+        pd = selection.pd
+        return construct(
+            cls,
+            {
+                "variant": selection.variant,
+                "hardware": selection.hardware,
+                "strategy": selection.strategy,
+                "node_count": selection.node_count,
+                "kv_offload": selection.kv_offload,
+                "kv_instances": selection.kv_instances,
+                "omni_task": selection.omni_task,
+                "features": (feature_choice(selection.features, selection.feature_modes),),
+                "pd": construct(PdPools, {"prefill": (pd.prefill,), "decode": (pd.decode,)})
+                if pd is not None
+                else None,
+            },
+        )
+
+
+def feature_choice(features: tuple[str, ...], modes: dict[str, str | None]) -> FeatureChoice:
+    """A :class:`FeatureChoice` built without validation (from an enumerated selection)."""
+    return construct(FeatureChoice, {"features": features, "feature_modes": modes})
+
+
 class VerdictEntry(BaseModel):
-    """The outcome for one combination, or a group of combinations with identical outcome."""
+    """The outcome shared by a group of combinations (``combinations`` of them).
+
+    ``selections`` lists them as :class:`SelectionSet` cross-products. For
+    convenience the constructor also accepts ``selection=`` (one
+    :class:`~provenance.recipes.combination.Selection`) or ``selections=`` as a list
+    of plain selections; each becomes a set of one.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     recipe: str
-    selection: Selection | None = None
-    selections: tuple[Selection, ...] | None = None
+    combinations: int
+    selections: tuple[SelectionSet, ...]
     verdict: VerdictKind
     roles: tuple[RoleFlags, ...]
     reasons: tuple[Reason, ...] = ()
     nearest: tuple[NearestEvidence, ...] = ()
     evidence: tuple[EvidenceRef, ...] = ()
     declared_by: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_selections(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        single = data.pop("selection", None)
+        items = list(data.get("selections") or ())
+        if single is not None:
+            items.insert(0, single)
+        sets = [SelectionSet.of(i) if isinstance(i, Selection) else i for i in items]
+        data["selections"] = tuple(sets)
+        if "combinations" not in data:
+            data["combinations"] = sum(
+                s.count if isinstance(s, SelectionSet) else SelectionSet.model_validate(s).count
+                for s in sets
+            )
+        return data
+
+    def iter_selections(self) -> Iterator[Selection]:
+        """Every combination of the entry, one :class:`Selection` each."""
+        for selection_set in self.selections:
+            yield from selection_set.selections()
+
+
+def entry_selections(entry: VerdictEntry) -> tuple[Selection, ...]:
+    """Every combination of ``entry`` as a plain selection (expands the cross-products)."""
+    return tuple(entry.iter_selections())
+
+
+def selection_count(entry: VerdictEntry) -> int:
+    return entry.combinations
+
+
+class RecordSummary(BaseModel):
+    """One evidence record referenced by the report (flags point here by index)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    record: str
+    config_key: str
+    prs: tuple[str, ...] = ()
 
 
 class ReverseEntry(BaseModel):
@@ -147,7 +338,7 @@ class AuditReport(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
-    schema_: Literal["provenance.audit/v1"] = Field(default=AUDIT_SCHEMA, alias="schema")
+    schema_: Literal["provenance.audit/v2"] = Field(default=AUDIT_SCHEMA, alias="schema")
     tool_version: str
     recipes: tuple[str, ...]
     recipe_files: dict[str, str] = Field(default_factory=dict)
@@ -155,6 +346,12 @@ class AuditReport(BaseModel):
     offline: bool = True
     notices: tuple[str, ...] = ()
     summary: AuditSummary
+    #: every record a flag's evidence refers to; in JSON flags refer to it by index
+    records: tuple[RecordSummary, ...] = ()
     verdicts: tuple[VerdictEntry, ...]
     reverse: tuple[ReverseEntry, ...] = ()
     claims: tuple[Claim, ...] = ()
+
+    def record_index(self) -> dict[str, int]:
+        """``{record id: index in records}``, the serialisation context of the JSON report."""
+        return {summary.record: index for index, summary in enumerate(self.records)}

@@ -7,19 +7,25 @@ no ``--ledger``/``--evidence``) are resolved by :func:`default_inputs` alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from provenance.audit.model import AuditReport
-from provenance.audit.validator import PolicyNormaliser, RecipeInput, RoleNormaliser, audit
+from provenance.audit.validator import (
+    CellSource,
+    PolicyNormaliser,
+    RecipeInput,
+    RoleNormaliser,
+    audit,
+)
 from provenance.errors import UsageError
 from provenance.flags.model import FlagSet
 from provenance.graph import EvidenceGraph
 from provenance.ledger.model import Declarations
-from provenance.recipes.combination import RenderResult, Selection
+from provenance.recipes.combination import Selection
+from provenance.recipes.enumerate import EnumerationOptions
 
 
 class AuditInputs(BaseModel):
@@ -112,21 +118,7 @@ def load_graph(
     return graph, book.declarations()
 
 
-def _combinations(
-    recipe: object, root: object, options: object
-) -> Iterator[tuple[Selection, RenderResult]]:
-    from provenance.recipes.enumerate import EnumerationOptions, enumerate_selections
-    from provenance.recipes.loader import Recipe, RecipesRoot
-    from provenance.recipes.synthesis import Renderer
-
-    assert isinstance(recipe, Recipe) and isinstance(root, RecipesRoot)
-    assert isinstance(options, EnumerationOptions)
-    renderer = Renderer(recipe, root)
-    for selection in enumerate_selections(recipe, root, options):
-        yield selection, renderer.render(selection)
-
-
-def enumeration_options(filters: AuditFilters) -> object:
+def enumeration_options(filters: AuditFilters) -> EnumerationOptions:
     from provenance.recipes.enumerate import EnumerationOptions
 
     return EnumerationOptions.model_validate(
@@ -159,7 +151,7 @@ def recipe_inputs(resolved: ResolvedInputs, filters: AuditFilters) -> list[Recip
         inputs.append(
             RecipeInput(
                 ref=recipe.hf_id,
-                combinations=_combinations(recipe, root, options),
+                cells=CellSource(recipe=recipe, root=root, options=options),
                 path=str(recipe.path),
                 verified_hardware=tuple(
                     hw for hw, claim in meta_hardware.items() if claim == "verified"
@@ -313,11 +305,11 @@ def build_export_graph(inputs: AuditInputs, *, with_recipes: bool) -> Any:
     graph, declarations = load_graph(resolved.ledger, resolved.evidence, normaliser)
     report = audit(recipe_inputs(resolved, AuditFilters()), graph, normaliser, declarations)
     for entry in report.verdicts:
-        selections = entry.selections or ((entry.selection,) if entry.selection else ())
+        first = next(entry.iter_selections(), None)
         graph.add_combination(
             recipe=entry.recipe,
-            label=selections[0].label() if selections else "",
-            selections=len(selections),
+            label=first.label() if first is not None else "",
+            selections=entry.combinations,
             verdict=str(entry.verdict),
             roles={
                 role.role: FlagSet({f.key: f.value for f in role.flags}) for role in entry.roles

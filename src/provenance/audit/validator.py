@@ -26,7 +26,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from provenance import __version__
 from provenance.audit.declarations import DeclarationMatcher
@@ -35,17 +35,23 @@ from provenance.audit.model import (
     AuditReport,
     AuditSummary,
     Claim,
+    RecordSummary,
     ReverseEntry,
+    SelectionSet,
     VerdictEntry,
     VerdictKind,
+    selection_count,
 )
+from provenance.audit.model import entry_selections as entry_selections  # re-exported
 from provenance.audit.reverse import reverse_entries
 from provenance.audit.scope import EVIDENCE_ROLE, ROLE_ORDER, deployment_kind
 from provenance.errors import ProvenanceError
 from provenance.flags.model import FlagSet
 from provenance.graph import EvidenceGraph
 from provenance.ledger.model import Declarations
-from provenance.recipes.combination import RenderResult, RoleCommand, Selection
+from provenance.recipes.combination import RenderResult, RoleCommand, Selection, construct
+from provenance.recipes.enumerate import EnumerationOptions
+from provenance.recipes.loader import Recipe, RecipesRoot
 
 
 class RoleNormaliser(Protocol):
@@ -62,6 +68,27 @@ class RoleNormaliser(Protocol):
     def classify(self, key: str) -> str:
         """Policy class of a key, as text."""
         ...
+
+    def unit_facts(self, unit: tuple[str, ...]) -> UnitFacts:
+        """What one argv unit (``--flag [value]``) can do to a command's major flags."""
+        ...
+
+    def units_major(
+        self, head: tuple[str, ...], units: Sequence[tuple[str, ...]], env: Mapping[str, object]
+    ) -> FlagSet:
+        """``command_major`` of ``head`` + ``units`` already split into units (no negative
+        number among the tokens: then both splits agree)."""
+        ...
+
+
+class UnitFacts(NamedTuple):
+    """One argv unit's effect: ``alone`` = normalised alone it yields no major key;
+    ``mergeable`` = it writes a JSON/dotted config (configs merge, so it may replace or
+    complete another unit's); ``base`` = the config name it writes."""
+
+    alone: bool
+    mergeable: bool
+    base: str
 
 
 class PolicyNormaliser:
@@ -81,12 +108,11 @@ class PolicyNormaliser:
         from provenance.flags.policy import Policy, default_policy
 
         self._policy: Policy = policy if isinstance(policy, Policy) else default_policy()
-        self._units: dict[tuple[str, ...], tuple[bool, bool, str]] = {}
+        self._units: dict[tuple[str, ...], UnitFacts] = {}
         self._memo: dict[tuple[object, ...], FlagSet] = {}
         self._classes: dict[str, str] = {}
 
-    def _unit(self, unit: tuple[str, ...]) -> tuple[bool, bool, str]:
-        """(non-major alone, writes a mergeable config, config base name) of one unit."""
+    def unit_facts(self, unit: tuple[str, ...]) -> UnitFacts:
         found = self._units.get(unit)
         if found is not None:
             return found
@@ -97,7 +123,7 @@ class PolicyNormaliser:
         value = unit[1] if len(unit) > 1 else unit[0].partition("=")[2]
         mergeable = "." in head or value.lstrip().startswith("{")
         if not unit[0].startswith("--"):  # a positional or short/negative token: never dropped
-            found = (False, mergeable, base)
+            found = UnitFacts(False, mergeable, base)
             self._units[unit] = found
             return found
         try:
@@ -105,23 +131,27 @@ class PolicyNormaliser:
             alone = all(self._policy.classify(k) is not _major() for k in flags)
         except ProvenanceError:
             alone = False
-        found = (alone, mergeable, base)
+        found = UnitFacts(alone, mergeable, base)
         self._units[unit] = found
         return found
 
     def command_major(self, argv: Sequence[str], env: Mapping[str, object]) -> FlagSet:
         tokens = list(argv)
         head = tokens[:3] if tokens[:2] == ["vllm", "serve"] else []
-        units = _split_units(tokens[len(head) :])
-        facts = [self._unit(u) for u in units]
-        bases = Counter(base for _, _, base in facts)
+        return self.units_major(tuple(head), _split_units(tokens[len(head) :]), env)
+
+    def units_major(
+        self, head: tuple[str, ...], units: Sequence[tuple[str, ...]], env: Mapping[str, object]
+    ) -> FlagSet:
+        facts = [self.unit_facts(u) for u in units]
+        bases = [base for _, _, base in facts]
         kept = tuple(
             token
             for unit, (alone, mergeable, base) in zip(units, facts, strict=True)
-            if not (alone and (not mergeable or bases[base] == 1))
+            if not (alone and (not mergeable or bases.count(base) == 1))
             for token in unit
         )
-        key = (tuple(head), kept, tuple(env.items()))
+        key = (head, kept, tuple(env.items()))
         major = self._memo.get(key)
         if major is None:
             from provenance.flags.normalise import normalise_argv
@@ -170,11 +200,26 @@ def _split_units(tokens: Sequence[str]) -> list[tuple[str, ...]]:
 
 
 @dataclass(frozen=True)
+class CellSource:
+    """A recipe's cross-product, audited shape cell by shape cell (the fast path)."""
+
+    recipe: Recipe
+    root: RecipesRoot
+    options: EnumerationOptions
+
+
+@dataclass(frozen=True)
 class RecipeInput:
-    """One recipe to audit: identity, file, claims and its combinations (any iterable)."""
+    """One recipe to audit: identity, file, claims and its combinations.
+
+    Either ``combinations`` (any iterable of rendered selections, judged one at a
+    time) or ``cells`` (the recipe and enumeration options: rendered and judged by
+    factors, see :mod:`provenance.audit.factored`); both give the same report.
+    """
 
     ref: str
-    combinations: Iterable[tuple[Selection, RenderResult]]
+    combinations: Iterable[tuple[Selection, RenderResult]] = ()
+    cells: CellSource | None = None
     path: str | None = None
     verified_hardware: tuple[str, ...] = ()
     hardware_filter: tuple[str, ...] | None = None
@@ -188,12 +233,13 @@ class RecipeInput:
 class _Group:
     outcome: Outcome
     declared_by: str | None
-    selections: list[Selection] = field(default_factory=list)
+    sets: list[SelectionSet] = field(default_factory=list)
+    count: int = 0
 
 
 @dataclass
 class _KeyState:
-    """Everything ``add`` needs per combination key, looked up once per combination."""
+    """Everything a combination needs per combination key, looked up once per key."""
 
     outcome: Outcome
     seen: _Seen
@@ -209,8 +255,14 @@ class _Seen:
     pd_modes: set[str] = field(default_factory=set)
 
 
+#: Raw role list of a deployment: (recipe role, major FlagSet) per process, in role order.
+RawRoles = tuple[tuple[str, FlagSet], ...]
+
+
 class RecipeAuditor:
-    """Audits one recipe's combinations as they stream in."""
+    """Audits one recipe's combinations: one at a time (:meth:`add`) or as a
+    cross-product of selections with one outcome (:meth:`add_set`, used by
+    :class:`provenance.audit.factored.CellAuditor`)."""
 
     def __init__(
         self,
@@ -254,67 +306,74 @@ class RecipeAuditor:
             for command in result.roles
             if command.argv is not None
         )
-        memo_key = (
-            result.model_id,
-            selection.hardware,
-            result.deploy_type,
-            selection.node_count,
-            raw,
+        return self.key_for(
+            result.model_id, selection.hardware, result.deploy_type, selection.node_count, raw
         )
+
+    def key_for(
+        self,
+        model_id: str,
+        hardware: str,
+        deploy_type: str,
+        node_count: int | None,
+        raw: RawRoles,
+    ) -> CombinationKey:
+        """The combination key of a deployment from its processes' major flags."""
+        memo_key = (model_id, hardware, deploy_type, node_count, raw)
         key = self._keys.get(memo_key)
         if key is None:
-            key = self._keys[memo_key] = self._build_key(selection, result, raw)
+            key = self._keys[memo_key] = _build_key(
+                model_id, hardware, deploy_type, node_count, raw
+            )
         return key
 
-    @staticmethod
-    def _build_key(
-        selection: Selection, result: RenderResult, raw: tuple[tuple[str, FlagSet], ...]
-    ) -> CombinationKey:
-        per_role: dict[str, list[FlagSet]] = {}
-        names: list[str] = []
-        for recipe_role, major in raw:
-            role = EVIDENCE_ROLE.get(recipe_role, recipe_role)
-            flagsets = per_role.get(role)
-            if flagsets is None:
-                per_role[role] = [major]
-                names.append(role)
-            elif major not in flagsets:
-                flagsets.append(major)
-        if len(names) > 1:
-            names.sort(key=lambda name: ROLE_ORDER.get(name, 9))
-        roles: tuple[RoleKey, ...] = tuple((name, tuple(per_role[name])) for name in names)
-        kind = deployment_kind(result.deploy_type, [r for r, _ in raw] or names)
-        node_count = selection.node_count if kind == "aggregated_multi_node" else None
-        return CombinationKey(
-            model_id=result.model_id,
-            hardware=selection.hardware,
-            kind=kind,
-            node_count=node_count,
-            roles=roles,
-        )
+    def state(self, key: CombinationKey, model_id: str) -> _KeyState:
+        """The outcome and tallies of ``key`` (judged on first use)."""
+        state = self._states.get(key)
+        if state is None:
+            state = self._states[key] = _KeyState(outcome=self.judge.outcome(key), seen=_Seen())
+            self.seen[key] = state.seen
+            self.model_ids[model_id].add(key.hardware)
+        return state
 
     # Per combination -------------------------------------------------------
     def add(self, selection: Selection, result: RenderResult) -> Outcome:
         key = self.key_of(selection, result)
-        state = self._states.get(key)
-        if state is None:
-            outcome = self.judge.outcome(key)
-            state = self._states[key] = _KeyState(outcome=outcome, seen=_Seen(example=selection))
-            self.seen[key] = state.seen
-            self.model_ids[result.model_id].add(selection.hardware)
-        outcome = state.outcome
-        self.count += 1
-        self.hardware_seen.add(selection.hardware)
-        seen = state.seen
-        seen.count += 1
+        state = self.state(key, result.model_id)
+        pd_modes: tuple[str, ...] = ()
         if selection.pd is not None:
-            seen.pd_modes.add(selection.pd.prefill.parallelism)
-            seen.pd_modes.add(selection.pd.decode.parallelism)
-        declared: str | None = None
+            pd_modes = (selection.pd.prefill.parallelism, selection.pd.decode.parallelism)
+        declared = self.declared(selection, state.outcome)
+        self.add_set(state, SelectionSet.of(selection), 1, declared, selection, pd_modes)
+        return state.outcome
+
+    def declared(self, selection: Selection, outcome: Outcome) -> str | None:
+        """The declaration covering a guide-only ``selection``, if any."""
+        if outcome.verdict is VerdictKind.RECOMMENDED or not self.declarations:
+            return None
+        return self.declarations.declared_by(self.recipe, selection, outcome.reason_codes)
+
+    def add_set(
+        self,
+        state: _KeyState,
+        selections: SelectionSet,
+        count: int,
+        declared: str | None,
+        example: Selection | None,
+        pd_modes: Iterable[str],
+    ) -> None:
+        """Tally ``count`` combinations (``selections``) that share ``state``'s key."""
+        outcome = state.outcome
+        hardware = selections.hardware
+        self.count += count
+        self.hardware_seen.add(hardware)
+        seen = state.seen
+        seen.count += count
+        if seen.example is None:
+            seen.example = example
+        seen.pd_modes.update(pd_modes)
         if outcome.verdict is VerdictKind.RECOMMENDED:
-            self.recommended_by_hardware[selection.hardware] += 1
-        elif self.declarations:
-            declared = self.declarations.declared_by(self.recipe, selection, outcome.reason_codes)
+            self.recommended_by_hardware[hardware] += count
         group = state.groups.get(declared)
         if group is None:
             outcome_id = self._outcome_ids.setdefault(id(outcome), len(self._outcome_ids))
@@ -323,28 +382,56 @@ class RecipeAuditor:
             if group is None:
                 group = self._groups[group_key] = _Group(outcome=outcome, declared_by=declared)
             state.groups[declared] = group
-        group.selections.append(selection)
-        return outcome
+        group.sets.append(selections)
+        group.count += count
 
     def entries(self) -> list[VerdictEntry]:
         entries = []
         for group in self._groups.values():
             outcome = group.outcome
-            single = len(group.selections) == 1
             entries.append(
-                VerdictEntry(
-                    recipe=self.recipe,
-                    selection=group.selections[0] if single else None,
-                    selections=None if single else tuple(group.selections),
-                    verdict=outcome.verdict,
-                    roles=outcome.roles,
-                    reasons=outcome.reasons,
-                    nearest=outcome.nearest,
-                    evidence=outcome.evidence,
-                    declared_by=group.declared_by,
+                construct(
+                    VerdictEntry,
+                    {
+                        "recipe": self.recipe,
+                        "combinations": group.count,
+                        "selections": tuple(group.sets),
+                        "verdict": outcome.verdict,
+                        "roles": outcome.roles,
+                        "reasons": outcome.reasons,
+                        "nearest": outcome.nearest,
+                        "evidence": outcome.evidence,
+                        "declared_by": group.declared_by,
+                    },
                 )
             )
         return entries
+
+
+def _build_key(
+    model_id: str, hardware: str, deploy_type: str, node_count: int | None, raw: RawRoles
+) -> CombinationKey:
+    per_role: dict[str, list[FlagSet]] = {}
+    names: list[str] = []
+    for recipe_role, major in raw:
+        role = EVIDENCE_ROLE.get(recipe_role, recipe_role)
+        flagsets = per_role.get(role)
+        if flagsets is None:
+            per_role[role] = [major]
+            names.append(role)
+        elif major not in flagsets:
+            flagsets.append(major)
+    if len(names) > 1:
+        names.sort(key=lambda name: ROLE_ORDER.get(name, 9))
+    roles: tuple[RoleKey, ...] = tuple((name, tuple(per_role[name])) for name in names)
+    kind = deployment_kind(deploy_type, [r for r, _ in raw] or names)
+    return CombinationKey(
+        model_id=model_id,
+        hardware=hardware,
+        kind=kind,
+        node_count=node_count if kind == "aggregated_multi_node" else None,
+        roles=roles,
+    )
 
 
 def claims_of(
@@ -439,6 +526,10 @@ def _audit(
         # and its memos are freed as soon as the recipe is done.
         judge = Judge(graph, classify or normaliser.classify)
         auditor = RecipeAuditor(recipe.ref, judge, normaliser, matcher)
+        if recipe.cells is not None:
+            from provenance.audit.factored import audit_cells
+
+            audit_cells(auditor, recipe.cells.recipe, recipe.cells.root, recipe.cells.options)
         for selection, result in recipe.combinations:
             auditor.add(selection, result)
         count += auditor.count
@@ -467,10 +558,37 @@ def _audit(
         ledger=ledger,
         notices=tuple(notices),
         summary=summarise(verdicts, count),
+        records=referenced_records(verdicts, graph),
         verdicts=tuple(verdicts),
         reverse=tuple(reverse),
         claims=tuple(claims),
     )
+
+
+def referenced_records(
+    verdicts: Sequence[VerdictEntry], graph: EvidenceGraph
+) -> tuple[RecordSummary, ...]:
+    """Every record a flag of ``verdicts`` cites, sorted by id (the JSON ``records`` table)."""
+    ids: set[str] = set()
+    done: set[int] = set()
+    for entry in verdicts:
+        for role in entry.roles:
+            for flag in role.flags:
+                refs = flag.evidence
+                if refs and id(refs) not in done:
+                    done.add(id(refs))
+                    ids.update(ref.record for ref in refs)
+    out = []
+    for record_id in sorted(ids):
+        indexed = graph.records.get(record_id)
+        out.append(
+            RecordSummary(
+                record=record_id,
+                config_key=indexed.config_key if indexed is not None else "",
+                prs=indexed.prs if indexed is not None else (),
+            )
+        )
+    return tuple(out)
 
 
 def summarise(verdicts: Sequence[VerdictEntry], count: int) -> AuditSummary:
@@ -494,15 +612,3 @@ def summarise(verdicts: Sequence[VerdictEntry], count: int) -> AuditSummary:
         undeclared_guide_only=guide_only - declared,
         by_reason=dict(sorted(by_reason.items())),
     )
-
-
-def selection_count(entry: VerdictEntry) -> int:
-    if entry.selections is not None:
-        return len(entry.selections)
-    return 1 if entry.selection is not None else 0
-
-
-def entry_selections(entry: VerdictEntry) -> tuple[Selection, ...]:
-    if entry.selections is not None:
-        return entry.selections
-    return (entry.selection,) if entry.selection is not None else ()

@@ -419,7 +419,10 @@ def _power_set(items: Sequence[str]) -> list[tuple[str, ...]]:
 
 
 @dataclass(frozen=True)
-class _FeatureChoice:
+class FeaturePick:
+    """One way to set the feature pills: the enabled features, the modes the user picked
+    and the effective mode of each modes-feature."""
+
     features: tuple[str, ...]
     picked: tuple[tuple[str, str], ...]
     effective: dict[str, str | None]
@@ -433,7 +436,7 @@ def _feature_choices(
     hardware_id: str,
     strategy: str,
     kv_instances_active: bool,
-) -> list[_FeatureChoice]:
+) -> list[FeaturePick]:
     allowed = b.allowed_features(strategy, kv_instances_active)
     defaults = b.default_features(hardware_id, variant_key)
     features = b.spec.features or {}
@@ -450,7 +453,7 @@ def _feature_choices(
         subsets = [s for s in _power_set(allowed) if b.subset_reachable(s, defaults)]
     default_set = [f for f in defaults if f in allowed]
     only_default_modes = options.features == "default" and options.features_exact is None
-    out: list[_FeatureChoice] = []
+    out: list[FeaturePick] = []
     for subset in subsets:
         mode_features = [
             f for f in subset if b.mode_choices(f, variant_key, hardware_id) is not None
@@ -482,7 +485,7 @@ def _feature_choices(
                     for f in mode_features
                 )
             )
-            out.append(_FeatureChoice(subset, picked, effective, is_default))
+            out.append(FeaturePick(subset, picked, effective, is_default))
             if len(out) > MAX_FEATURE_CHOICES:
                 raise _too_many_feature_choices(b, "more")
     return out
@@ -561,14 +564,53 @@ def _enumerate_omni(b: _Builder, options: EnumerationOptions) -> Iterator[Enumer
                 yield EnumeratedSelection(selection, (), empty_ui)
 
 
-def enumerate_with_ui(
+@dataclass(frozen=True)
+class ShapeCell:
+    """One deployment shape and every feature choice and PD pool pair offered with it.
+
+    The selections of a cell are ``choices × pools`` (``choices`` alone without
+    PD), enumerated feature choice first. Auditing by cell lets the validator
+    render and judge each pool and each feature choice once instead of once per
+    selection (a MiniMax-M3 cell has up to 72 feature choices × 81 pool pairs).
+    """
+
+    variant: str
+    hardware: str
+    strategy: str
+    node_count: int | None
+    kv_offload: str | None
+    kv_instances: int | None
+    choices: tuple[FeaturePick, ...]
+    #: (prefill pool, decode pool, is the builder's default pair), or None without PD
+    pools: tuple[tuple[PdPool, PdPool, bool], ...] | None
+    strategy_pill: str
+    recommended_strategy: bool
+    fits_single_node: bool
+    single_shape: bool
+
+    def selection(self, choice: FeaturePick, pd: PdSelection | None) -> Selection:
+        return construct(
+            Selection,
+            {
+                "variant": self.variant,
+                "hardware": self.hardware,
+                "strategy": self.strategy,
+                "node_count": self.node_count,
+                "pd": pd,
+                "kv_offload": self.kv_offload,
+                "kv_instances": self.kv_instances,
+                "features": choice.features,
+                "feature_modes": choice.effective,
+                "omni_task": None,
+            },
+        )
+
+
+def enumerate_cells(
     recipe: Recipe, root: RecipesRoot, options: EnumerationOptions
-) -> Iterator[EnumeratedSelection]:
-    """Every reachable selection with the builder state facts the oracle reports."""
+) -> Iterator[ShapeCell]:
+    """Every deployment shape of a (non-omni) recipe, in the order of :func:`enumerate_with_ui`."""
     b = _Builder(recipe, root)
-    if recipe_is_omni(recipe):
-        yield from _enumerate_omni(b, options)
-        return
     kv_filter = options.kv_filter()
     for variant_key in b.spec.variants or {}:
         if options.variants is not None and variant_key not in options.variants:
@@ -603,6 +645,11 @@ def enumerate_with_ui(
                 kvs = b.kv_choices(hardware_id, strategy)
                 if kv_filter is not None:
                     kvs = [k for k in kvs if k in kv_filter]
+                pools = (
+                    tuple(_pd_pool_pairs(b, options, variant_key, hardware_id))
+                    if deploy == "pd_cluster"
+                    else None
+                )
                 for kv in kvs:
                     is_store = bool(kv) and kv in root.kv_store
                     instances_active = is_store and strategy != "pd_cluster"
@@ -610,44 +657,53 @@ def enumerate_with_ui(
                     if instances_active:
                         store = root.kv_store[kv]
                         instance_counts = options.kv_instances or (store.default_instances or 2,)
-                    choices = _feature_choices(
-                        b, options, variant_key, hardware_id, strategy, instances_active
+                    choices = tuple(
+                        _feature_choices(
+                            b, options, variant_key, hardware_id, strategy, instances_active
+                        )
                     )
-                    pools: Sequence[tuple[PdSelection, bool] | None] = [None]
-                    if deploy == "pd_cluster":
-                        pools = [
-                            (PdSelection(prefill=p, decode=d), is_default)
-                            for p, d, is_default in _pd_pool_pairs(
-                                b, options, variant_key, hardware_id
-                            )
-                        ]
                     for instances in instance_counts:
-                        for choice in choices:
-                            for pool in pools:
-                                selection = construct(
-                                    Selection,
-                                    {
-                                        "variant": variant_key,
-                                        "hardware": hardware_id,
-                                        "strategy": strategy,
-                                        "node_count": node_count,
-                                        "pd": pool[0] if pool is not None else None,
-                                        "kv_offload": kv or None,
-                                        "kv_instances": instances if instances_active else None,
-                                        "features": choice.features,
-                                        "feature_modes": choice.effective,
-                                        "omni_task": None,
-                                    },
-                                )
-                                ui = UiFacts(
-                                    strategy_pill=pill,
-                                    recommended_strategy=recommended,
-                                    default_features=choice.is_default,
-                                    fits_single_node=fits,
-                                    single_node_shortfall=single_shape and not fits,
-                                    pd_default_pools=pool[1] if pool is not None else None,
-                                )
-                                yield EnumeratedSelection(selection, choice.picked, ui)
+                        yield ShapeCell(
+                            variant=variant_key,
+                            hardware=hardware_id,
+                            strategy=strategy,
+                            node_count=node_count,
+                            kv_offload=kv or None,
+                            kv_instances=instances if instances_active else None,
+                            choices=choices,
+                            pools=pools,
+                            strategy_pill=pill,
+                            recommended_strategy=recommended,
+                            fits_single_node=fits,
+                            single_shape=single_shape,
+                        )
+
+
+def enumerate_with_ui(
+    recipe: Recipe, root: RecipesRoot, options: EnumerationOptions
+) -> Iterator[EnumeratedSelection]:
+    """Every reachable selection with the builder state facts the oracle reports."""
+    if recipe_is_omni(recipe):
+        yield from _enumerate_omni(_Builder(recipe, root), options)
+        return
+    for cell in enumerate_cells(recipe, root, options):
+        pools: Sequence[tuple[PdSelection, bool] | None] = [None]
+        if cell.pools is not None:
+            pools = [
+                (PdSelection(prefill=p, decode=d), is_default) for p, d, is_default in cell.pools
+            ]
+        for choice in cell.choices:
+            for pool in pools:
+                ui = UiFacts(
+                    strategy_pill=cell.strategy_pill,
+                    recommended_strategy=cell.recommended_strategy,
+                    default_features=choice.is_default,
+                    fits_single_node=cell.fits_single_node,
+                    single_node_shortfall=cell.single_shape and not cell.fits_single_node,
+                    pd_default_pools=pool[1] if pool is not None else None,
+                )
+                selection = cell.selection(choice, pool[0] if pool is not None else None)
+                yield EnumeratedSelection(selection, choice.picked, ui)
 
 
 def enumerate_selections(

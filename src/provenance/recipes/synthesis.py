@@ -27,6 +27,7 @@ from provenance.errors import UsageError
 from provenance.recipes.combination import (
     DeployType,
     EnvValue,
+    PdPool,
     RenderResult,
     Role,
     RoleCommand,
@@ -124,8 +125,8 @@ def parse_units(tokens: Sequence[str]) -> list[Unit]:
     return units
 
 
-def dedupe_units(units: Sequence[Unit]) -> list[str]:
-    """Keep the last unit of each flag and every positional, in their original order."""
+def dedupe_unit_list(units: Sequence[Unit]) -> list[tuple[str, ...]]:
+    """The units :func:`dedupe_units` keeps, still split, in their original order."""
     seen: set[str] = set()
     kept: list[tuple[str, ...]] = []
     for flag, unit in reversed(units):
@@ -134,10 +135,13 @@ def dedupe_units(units: Sequence[Unit]) -> list[str]:
         elif flag not in seen:
             seen.add(flag)
             kept.append(unit)
-    out: list[str] = []
-    for unit in reversed(kept):
-        out.extend(unit)
-    return out
+    kept.reverse()
+    return kept
+
+
+def dedupe_units(units: Sequence[Unit]) -> list[str]:
+    """Keep the last unit of each flag and every positional, in their original order."""
+    return [token for unit in dedupe_unit_list(units) for token in unit]
 
 
 def dedupe_args(tokens: Sequence[str]) -> list[str]:
@@ -662,10 +666,11 @@ def render_role(recipe: Recipe, root: RecipesRoot, key: RoleKey) -> RoleCommand:
 # ---------------------------------------------------------------- whole selections
 
 
-_Part = tuple[list[str], list[Unit]]
+#: A run of argument tokens and its ``(flag, tokens)`` units.
+RenderedPart = tuple[list[str], list[Unit]]
 
 
-def _part(tokens: list[str]) -> _Part:
+def _part(tokens: list[str]) -> RenderedPart:
     kept = [t for t in tokens if t]
     return kept, parse_units(kept)
 
@@ -686,8 +691,8 @@ class Renderer:
         self.memoise = memoise
         self._memo: dict[RoleKey, RoleCommand] = {}
         self._contexts: dict[tuple[str, str, str, str | None], _Context] = {}
-        self._prefix: dict[RoleKey, tuple[_Part, _Part, dict[str, EnvValue]]] = {}
-        self._features: dict[tuple[object, ...], _Part] = {}
+        self._prefix: dict[RoleKey, tuple[RenderedPart, RenderedPart, dict[str, EnvValue]]] = {}
+        self._features: dict[tuple[object, ...], RenderedPart] = {}
 
     def _context(self, key: RoleKey) -> _Context:
         ident = (key.variant, key.hardware, key.strategy, key.kv_offload)
@@ -703,16 +708,33 @@ class Renderer:
         found = self._memo.get(key)
         if found is not None:
             return found
-        ctx = self._context(key)
-        prefix_key = key._replace(features=(), feature_modes=())
+        prefix, kv_args, env = self.parts(key)
+        args = dedupe_units(join_units((prefix, self.feature_part(key), kv_args)))
+        found = _role_command(self.recipe, key, args, dict(env))
+        self._memo[key] = found
+        return found
+
+    def parts(self, key: RoleKey) -> tuple[RenderedPart, RenderedPart, dict[str, EnvValue]]:
+        """The args before the features, the KV args after them, and the env of ``key``'s
+        role: none of them depends on ``key.features`` or ``key.feature_modes``."""
+        prefix_key = (
+            key._replace(features=(), feature_modes=())
+            if key.features or key.feature_modes
+            else key
+        )
         parts = self._prefix.get(prefix_key)
         if parts is None:
+            ctx = self._context(key)
             parts = (
                 _part(build_prefix_args(ctx, key)),
                 _part(build_kv_args(ctx, key)),
                 build_env(ctx, key),
             )
             self._prefix[prefix_key] = parts
+        return parts
+
+    def feature_part(self, key: RoleKey) -> RenderedPart:
+        """The feature args of ``key`` (the same for every role of a deployment)."""
         feature_key = (
             key.variant,
             key.hardware,
@@ -723,13 +745,9 @@ class Renderer:
         )
         features = self._features.get(feature_key)
         if features is None:
-            features = _part(_feature_args(ctx, key))
+            features = _part(_feature_args(self._context(key), key))
             self._features[feature_key] = features
-        prefix, kv_args, env = parts
-        args = dedupe_units(join_units((prefix, features, kv_args)))
-        found = _role_command(self.recipe, key, args, dict(env))
-        self._memo[key] = found
-        return found
+        return features
 
     def render(self, selection: Selection, advanced_args: Sequence[str] = ()) -> RenderResult:
         if recipe_is_omni(self.recipe):
@@ -758,6 +776,82 @@ def result_deploy_type(root: RecipesRoot, selection: Selection) -> DeployType:
     return deploy_type
 
 
+def shape_role_keys(
+    recipe: Recipe,
+    root: RecipesRoot,
+    shape: Selection,
+    features: tuple[str, ...] = (),
+    feature_modes: tuple[tuple[str, str], ...] = (),
+    advanced_args: tuple[str, ...] = (),
+) -> list[RoleKey]:
+    """The role keys of a non-PD selection (``shape.features`` is ignored: ``features`` is used)."""
+    strategy = strategy_of(root, shape.strategy or "")
+    deploy_type = strategy.deploy_type if strategy is not None else None
+    kv = shape.kv_offload or None
+    node_count = shape.node_count or 1
+    multi = deploy_type == "multi_node" and node_count > 1
+
+    def key(role: Role, rank: int, instances: tuple[int, int] | None) -> RoleKey:
+        return RoleKey(
+            shape.variant,
+            shape.hardware,
+            shape.strategy or "",
+            role,
+            node_count,
+            rank,
+            None,
+            kv,
+            instances,
+            features,
+            feature_modes,
+            advanced_args,
+        )
+
+    if kv and kv in root.kv_store:
+        store = root.kv_store[kv]
+        count = shape.kv_instances or store.default_instances or 2
+        keys = []
+        for instance in range(count):
+            instances = (count, instance)
+            keys.append(key("instance", 0, instances))
+            if multi:
+                keys.extend(
+                    key("instance_worker", rank, instances) for rank in range(1, node_count)
+                )
+        return keys
+    if multi:
+        return [key("head", 0, None)] + [key("worker", rank, None) for rank in range(1, node_count)]
+    return [key("serve", 0, None)]
+
+
+def pool_role_keys(
+    shape: Selection,
+    role: Role,
+    pool: PdPool,
+    features: tuple[str, ...] = (),
+    feature_modes: tuple[tuple[str, str], ...] = (),
+    advanced_args: tuple[str, ...] = (),
+) -> list[RoleKey]:
+    """The role keys of one PD pool (one per node); they do not depend on the other pool."""
+    return [
+        RoleKey(
+            shape.variant,
+            shape.hardware,
+            shape.strategy or "",
+            role,
+            1,
+            0,
+            PoolKey(pool.nodes, rank, pool.parallelism),
+            shape.kv_offload or None,
+            None,
+            features,
+            feature_modes,
+            advanced_args,
+        )
+        for rank in range(pool.nodes)
+    ]
+
+
 def role_keys(
     recipe: Recipe,
     root: RecipesRoot,
@@ -770,60 +864,16 @@ def role_keys(
     strategy = strategy_of(root, selection.strategy)
     deploy_type = strategy.deploy_type if strategy is not None else None
     modes = tuple(sorted((f, m) for f, m in selection.feature_modes.items() if m is not None))
-    variant, hardware, name = selection.variant, selection.hardware, selection.strategy
-    kv = selection.kv_offload or None
     features = tuple(selection.features)
     advanced = tuple(advanced_args)
-
-    def key(
-        role: Role,
-        node_count: int,
-        node_rank: int,
-        pool: PoolKey | None,
-        instances: tuple[int, int] | None,
-    ) -> RoleKey:
-        return RoleKey(
-            variant,
-            hardware,
-            name,
-            role,
-            node_count,
-            node_rank,
-            pool,
-            kv,
-            instances,
-            features,
-            modes,
-            advanced,
-        )
-
     if deploy_type == "pd_cluster":
         if selection.pd is None:
             raise UsageError("a pd_cluster selection needs prefill and decode pools")
-        keys: list[RoleKey] = []
-        for role in PD_ROLES:
-            pool = selection.pd.prefill if role == "prefill" else selection.pd.decode
-            for rank in range(pool.nodes):
-                keys.append(key(role, 1, 0, PoolKey(pool.nodes, rank, pool.parallelism), None))
-        return keys
-    node_count = selection.node_count or 1
-    multi = deploy_type == "multi_node" and node_count > 1
-    if kv and kv in root.kv_store:
-        store = root.kv_store[kv]
-        count = selection.kv_instances or store.default_instances or 2
-        keys = []
-        for instance in range(count):
-            instances = (count, instance)
-            keys.append(key("instance", node_count, 0, None, instances))
-            if multi:
-                for rank in range(1, node_count):
-                    keys.append(key("instance_worker", node_count, rank, None, instances))
-        return keys
-    if multi:
-        return [key("head", node_count, 0, None, None)] + [
-            key("worker", node_count, rank, None, None) for rank in range(1, node_count)
+        return [
+            *pool_role_keys(selection, "prefill", selection.pd.prefill, features, modes, advanced),
+            *pool_role_keys(selection, "decode", selection.pd.decode, features, modes, advanced),
         ]
-    return [key("serve", node_count, 0, None, None)]
+    return shape_role_keys(recipe, root, selection, features, modes, advanced)
 
 
 def render(

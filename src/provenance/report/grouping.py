@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from provenance.audit.model import AuditReport, Reason, VerdictEntry, VerdictKind
-from provenance.recipes.combination import Selection
 
 #: How many reasons a summary row names.
 TOP_REASONS = 5
@@ -24,7 +22,7 @@ _PRIORITY = {
 
 
 def entry_selection_count(entry: VerdictEntry) -> int:
-    return (1 if entry.selection is not None else 0) + len(entry.selections or ())
+    return entry.combinations
 
 
 #: Most PR sources named in a reason label.
@@ -79,28 +77,24 @@ def group_rows(report: AuditReport, *, with_sources: bool = True) -> list[GroupR
     rows: dict[tuple[str, str, str, str], GroupRow] = {}
     for entry in report.verdicts:
         labels = [reason_label(r, with_sources=with_sources) for r in entry.reasons]
-        for selection in _selections(entry):
+        for selection_set in entry.selections:
             key = (
                 entry.recipe,
-                selection.variant,
-                selection.hardware,
-                selection.strategy or "omni",
+                selection_set.variant,
+                selection_set.hardware,
+                selection_set.strategy or "omni",
             )
             row = rows.get(key)
             if row is None:
                 row = rows[key] = GroupRow(*key)
-            row.combinations += 1
+            count = selection_set.count
+            row.combinations += count
             if entry.verdict is VerdictKind.RECOMMENDED:
-                row.recommended += 1
+                row.recommended += count
                 continue
-            row.guide_only += 1
+            row.guide_only += count
             if entry.declared_by:
-                row.declared += 1
-            row.reasons.update(labels)
+                row.declared += count
+            for label in labels:
+                row.reasons[label] += count
     return list(rows.values())
-
-
-def _selections(entry: VerdictEntry) -> Iterator[Selection]:
-    if entry.selection is not None:
-        yield entry.selection
-    yield from entry.selections or ()

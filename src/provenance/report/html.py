@@ -355,12 +355,7 @@ def _runs(codes: list[int]) -> list[int]:
 
 
 def _selections_of(entry: VerdictEntry) -> tuple[Selection, ...]:
-    found: list[Selection] = []
-    if entry.selection is not None:
-        found.append(entry.selection)
-    if entry.selections:
-        found.extend(entry.selections)
-    return tuple(found)
+    return tuple(entry.iter_selections())
 
 
 def build_page_data(

@@ -1,34 +1,36 @@
-"""JSON report (``provenance.audit/v1``): the :class:`AuditReport` model, streamed entry by entry.
+"""JSON report (``provenance.audit/v2``): the :class:`AuditReport` model, streamed entry by entry.
 
-The output is exactly ``AuditReport.model_dump_json(by_alias=True)`` (same keys,
-same values) but written one verdict entry at a time, so a 70,000-combination
-audit never builds one giant string. ``provenance schema audit`` prints the
-JSON Schema of this document.
+The output is ``AuditReport.model_dump_json(by_alias=True)`` with one difference:
+a flag's ``evidence`` is a list of indexes into the report's ``records`` table
+(the same few records back the same flag in thousands of verdict entries). It is
+written one verdict entry at a time, so a large audit never builds one giant
+string. ``provenance schema audit`` prints the JSON Schema of this document.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from pydantic import BaseModel
 
-from provenance.audit.model import AuditReport
+from provenance.audit.model import RECORD_INDEX, AuditReport
 
-_STREAMED = ("verdicts", "reverse", "claims")
+_STREAMED = ("records", "verdicts", "reverse", "claims")
 
 
-def _write_array(out: TextIO, items: Sequence[BaseModel]) -> None:
+def _write_array(out: TextIO, items: Sequence[BaseModel], context: dict[str, Any]) -> None:
     out.write("[")
     for index, item in enumerate(items):
         if index:
             out.write(",")
-        out.write(item.model_dump_json(by_alias=True))
+        out.write(item.model_dump_json(by_alias=True, context=context))
     out.write("]")
 
 
 def write(report: AuditReport, out: TextIO) -> None:
+    context = {RECORD_INDEX: report.record_index()}
     head = report.model_dump(mode="json", by_alias=True, exclude=set(_STREAMED))
     out.write("{")
     for key, value in head.items():
@@ -41,5 +43,5 @@ def write(report: AuditReport, out: TextIO) -> None:
             out.write(",")
         out.write(json.dumps(name))
         out.write(":")
-        _write_array(out, getattr(report, name))
+        _write_array(out, getattr(report, name), context)
     out.write("}\n")

@@ -236,9 +236,7 @@ def _inert(value: str | None) -> str | None:
 
 
 def _selections(entry: VerdictEntry) -> tuple[Selection, ...]:
-    if entry.selections is not None:
-        return entry.selections
-    return (entry.selection,) if entry.selection is not None else ()
+    return tuple(entry.iter_selections())
 
 
 def build(report: AuditReport) -> dict[str, Any]:

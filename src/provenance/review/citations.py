@@ -12,7 +12,7 @@ references and run ids stay verbatim (inside code spans).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -22,7 +22,6 @@ from provenance.audit.model import AuditReport, Reason, ReasonCode, VerdictEntry
 from provenance.errors import UsageError
 from provenance.escaping import markdown_code, markdown_inline
 from provenance.ledger.model import LedgerEntry, PrRef, SweepRun
-from provenance.recipes.combination import Selection
 
 Lang = Literal["en", "zh"]
 LANGS: tuple[Lang, ...] = ("en", "zh")
@@ -177,19 +176,17 @@ class Citations(BaseModel):
     guide_only: tuple[GuideOnlyGroup, ...]
 
 
-def _selections(entry: VerdictEntry) -> Iterable[tuple[str, str, str]]:
-    if entry.selection is not None:
-        yield _group_key(entry.selection)
-    for sel in entry.selections or ():
-        yield _group_key(sel)
-
-
-def _group_key(selection: Selection) -> tuple[str, str, str]:
-    return selection.variant, selection.hardware, selection.strategy or "omni"
+def _selections(entry: VerdictEntry) -> dict[tuple[str, str, str], int]:
+    """(variant, hardware, strategy) -> how many of the entry's combinations have it."""
+    out: dict[tuple[str, str, str], int] = {}
+    for selection_set in entry.selections:
+        key = selection_set.variant, selection_set.hardware, selection_set.strategy or "omni"
+        out[key] = out.get(key, 0) + selection_set.count
+    return out
 
 
 def _count(entry: VerdictEntry) -> int:
-    return (1 if entry.selection is not None else 0) + len(entry.selections or ())
+    return entry.combinations
 
 
 def _reason_key(reason: Reason) -> tuple[str, str, str, str, str]:
@@ -220,7 +217,7 @@ def build_citations(report: AuditReport, entries: Sequence[LedgerEntry]) -> Cita
     recommended: dict[str, int] = defaultdict(int)
     groups: dict[tuple[str, str, str], _GroupAcc] = defaultdict(_GroupAcc)
     for entry in report.verdicts:
-        combos = list(_selections(entry))
+        combos = _selections(entry)
         for role in entry.roles:
             for flag in role.flags:
                 for ref in flag.evidence:
@@ -232,15 +229,15 @@ def build_citations(report: AuditReport, entries: Sequence[LedgerEntry]) -> Cita
                             slot["hardware"].add(hardware)
         if entry.verdict is VerdictKind.RECOMMENDED:
             for pr in {pr for ref in entry.evidence for pr in ref.prs}:
-                recommended[pr] += len(combos)
+                recommended[pr] += entry.combinations
             continue
-        for combo in combos:
+        for combo, count in combos.items():
             group = groups[combo]
-            group.count += 1
-            group.declared += 1 if entry.declared_by else 0
+            group.count += count
+            group.declared += count if entry.declared_by else 0
             for reason in entry.reasons:
                 key = _reason_key(reason)
-                group.reasons[key] = group.reasons.get(key, 0) + 1
+                group.reasons[key] = group.reasons.get(key, 0) + count
                 group.first.setdefault(key, reason)
             for near in entry.nearest:
                 group.prs.update(near.prs)

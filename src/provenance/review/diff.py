@@ -135,9 +135,7 @@ def _expand(report: AuditReport | None) -> Iterator[tuple[_Key, VerdictEntry]]:
     if report is None:
         return
     for entry in report.verdicts:
-        if entry.selection is not None:
-            yield (entry.recipe, entry.selection), entry
-        for selection in entry.selections or ():
+        for selection in entry.iter_selections():
             yield (entry.recipe, selection), entry
 
 

@@ -1,0 +1,349 @@
+"""Audit a recipe by its factors instead of selection by selection.
+
+A recipe's cross-product is a product of independent choices (builder spec
+§2): a deployment *shape* (variant, hardware, strategy, node count, KV
+offload — a :class:`~provenance.recipes.enumerate.ShapeCell`) × a feature
+choice × (under ``pd_cluster``) a prefill pool × a decode pool. MiniMax-M3 has
+71,208 selections but 184 shapes, at most 72 feature choices per shape and 9
+pools per PD role. The verdict of a selection depends only on the major flags
+of each of its processes, so this module renders and normalises each process
+once per distinct input and keys whole blocks of selections at a time:
+
+* **PD pools.** A prefill node's command does not depend on the decode pool
+  (spec §2.4), so each pool of each role is rendered once per shape and feature
+  choice; pools with the same major flags are interchangeable, and the pairs of
+  a shape fall into a few (prefill flags, decode flags) buckets, each one
+  combination key.
+* **Features.** Many features only add functional flags (``--tool-call-parser``,
+  ``--reasoning-parser``). A feature argument unit is *inert* when normalising it
+  alone yields no major flag, it writes no mergeable config, and its flag occurs
+  nowhere else in the shape's commands (so last-wins dedupe cannot make it hide or
+  reveal another unit). Dropping inert units never changes a command's major flags
+  — the normaliser drops them anyway (:class:`~provenance.audit.validator.PolicyNormaliser`)
+  — so feature choices whose remaining arguments are equal share every render
+  and every key. Units are only dropped when the shape's argument boundaries
+  cannot move (every feature token a ``--flag`` or its value, KV args starting
+  with a flag); otherwise the feature choice is kept whole.
+
+Everything else — judging, declarations, grouping, reverse direction, claims —
+is :class:`~provenance.audit.validator.RecipeAuditor`'s, fed with
+:class:`~provenance.audit.model.SelectionSet` blocks instead of single
+selections. ``tests/audit/test_factored.py`` proves the report equal to the
+selection-by-selection audit on real recipes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from provenance.audit.judge import CombinationKey, Outcome
+from provenance.audit.model import FeatureChoice, PdPools, SelectionSet, feature_choice
+from provenance.audit.validator import RawRoles, RecipeAuditor
+from provenance.flags.model import FlagSet
+from provenance.recipes.combination import (
+    PdPool,
+    PdSelection,
+    Role,
+    Selection,
+    construct,
+)
+from provenance.recipes.enumerate import (
+    EnumerationOptions,
+    FeaturePick,
+    ShapeCell,
+    enumerate_cells,
+)
+from provenance.recipes.loader import Recipe, RecipesRoot
+from provenance.recipes.rules import recipe_is_omni
+from provenance.recipes.synthesis import (
+    PD_ROLES,
+    RenderedPart,
+    Renderer,
+    RoleKey,
+    dedupe_unit_list,
+    join_units,
+    model_id_of,
+    parse_units,
+    pool_role_keys,
+    result_deploy_type,
+    shape_role_keys,
+)
+
+_NO_FEATURES = FeaturePick(features=(), picked=(), effective={}, is_default=False)
+
+#: A block of one shape's selections with one combination key: feature choices × pool pairs.
+_Block = tuple[list[FeaturePick], list[tuple[PdPool, PdPool]] | None]
+
+
+def audit_cells(
+    auditor: RecipeAuditor, recipe: Recipe, root: RecipesRoot, options: EnumerationOptions
+) -> None:
+    """Feed every selection of ``recipe`` to ``auditor``, shape cell by shape cell."""
+    if recipe_is_omni(recipe):
+        from provenance.recipes.enumerate import enumerate_selections
+        from provenance.recipes.synthesis import render_omni
+
+        for selection in enumerate_selections(recipe, root, options):
+            auditor.add(selection, render_omni(recipe, root, selection))
+        return
+    cells = CellAuditor(auditor, recipe, root)
+    for cell in enumerate_cells(recipe, root, options):
+        cells.add(cell)
+
+
+class CellAuditor:
+    """Renders, keys and tallies the selections of one recipe by shape cell."""
+
+    def __init__(self, auditor: RecipeAuditor, recipe: Recipe, root: RecipesRoot) -> None:
+        self.auditor = auditor
+        self.recipe = recipe
+        self.root = root
+        self.renderer = Renderer(recipe, root)
+        self._majors: dict[tuple[RoleKey, tuple[str, ...]], FlagSet] = {}
+        self._reduced: dict[tuple[int, frozenset[str]], tuple[str, ...]] = {}
+        self._sig_parts: dict[tuple[str, ...], RenderedPart] = {}
+        self._choices: dict[tuple[object, ...], FeatureChoice] = {}
+        self._plain_parts: dict[int, bool] = {}
+
+    # Rendering -------------------------------------------------------------
+    def _major(self, template: RoleKey, sig: tuple[str, ...], model_id: str) -> FlagSet:
+        """Major flags of ``template``'s process with the feature arguments ``sig``."""
+        memo_key = (template, sig)
+        found = self._majors.get(memo_key)
+        if found is None:
+            prefix, kv_args, env = self.renderer.parts(template)
+            part = self._sig_parts.get(sig)
+            if part is None:
+                part = self._sig_parts[sig] = (list(sig), parse_units(list(sig)))
+            units = dedupe_unit_list(join_units((prefix, part, kv_args)))
+            normaliser = self.auditor.normaliser
+            head = ("vllm", "serve", model_id)
+            if self._plain(prefix) and self._plain(part) and self._plain(kv_args):
+                found = normaliser.units_major(head, units, env)
+            else:  # a short flag or negative number: let the normaliser split the tokens
+                found = normaliser.command_major((*head, *(t for u in units for t in u)), env)
+            self._majors[memo_key] = found
+        return found
+
+    def _plain(self, part: RenderedPart) -> bool:
+        """No token of ``part`` is a short flag or a negative number (where the builder's
+        and the normaliser's unit splits could differ)."""
+        tokens = part[0]
+        found = self._plain_parts.get(id(tokens))
+        if found is None:
+            found = not any(t.startswith("-") and not t.startswith("--") for t in tokens)
+            self._plain_parts[id(tokens)] = found
+        return found
+
+    def _signature(
+        self, template: RoleKey, pick: FeaturePick, names: frozenset[str], reducible: bool
+    ) -> tuple[str, ...]:
+        """The feature arguments of ``pick`` that can matter (inert units dropped)."""
+        modes = tuple(sorted((f, m) for f, m in pick.effective.items() if m is not None))
+        tokens, units = self.renderer.feature_part(
+            template._replace(features=pick.features, feature_modes=modes)
+        )
+        if not reducible or not tokens:
+            return tuple(tokens)
+        memo_key = (id(tokens), names)
+        found = self._reduced.get(memo_key)
+        if found is None:
+            found = self._reduced[memo_key] = self._reduce(tokens, units, names)
+        return found
+
+    def _reduce(
+        self,
+        tokens: Sequence[str],
+        units: Sequence[tuple[str | None, tuple[str, ...]]],
+        names: frozenset[str],
+    ) -> tuple[str, ...]:
+        if any(t.startswith("-") and not t.startswith("--") for t in tokens):
+            return tuple(tokens)  # a short flag or a negative number: splits may differ
+        flags = [flag for flag, _ in units]
+        if None in flags:
+            return tuple(tokens)  # a positional: boundaries could move
+        normaliser = self.auditor.normaliser
+        facts = [normaliser.unit_facts(unit) for _, unit in units]
+        bases = [f.base for f in facts]
+        kept: list[str] = []
+        for (flag, unit), fact in zip(units, facts, strict=True):
+            droppable = (
+                fact.alone
+                and flag not in names
+                and fact.base not in names
+                and flags.count(flag) == 1
+                and bases.count(fact.base) == 1
+            )
+            if not droppable:
+                kept.extend(unit)
+        return tuple(kept)
+
+    # Cells ---------------------------------------------------------------------
+    def add(self, cell: ShapeCell) -> None:
+        shape = cell.selection(_NO_FEATURES, None)
+        deploy_type = result_deploy_type(self.root, shape)
+        model_id = model_id_of(self.recipe, cell.variant)
+        pools: dict[Role, dict[PdPool, list[RoleKey]]] = {}
+        templates: list[RoleKey]
+        if cell.pools is None:
+            templates = shape_role_keys(self.recipe, self.root, shape)
+        else:
+            for role in PD_ROLES:
+                pools[role] = {}
+            for prefill, decode, _ in cell.pools:
+                for role, pool in (("prefill", prefill), ("decode", decode)):
+                    by_pool = pools[role]
+                    if pool not in by_pool:
+                        by_pool[pool] = pool_role_keys(shape, role, pool)
+            templates = [k for by_pool in pools.values() for keys in by_pool.values() for k in keys]
+        if not templates:
+            for pick in cell.choices:
+                self._tally_single(cell, pick, model_id, deploy_type)
+            return
+        names, reducible = self._shape_facts(templates)
+        by_sig: dict[tuple[str, ...], list[FeaturePick]] = {}
+        for pick in cell.choices:
+            sig = self._signature(templates[0], pick, names, reducible)
+            by_sig.setdefault(sig, []).append(pick)
+        blocks: dict[CombinationKey, list[_Block]] = {}
+        for sig, picks in by_sig.items():
+            if cell.pools is None:
+                raw: RawRoles = tuple((t.role, self._major(t, sig, model_id)) for t in templates)
+                key = self.auditor.key_for(
+                    model_id, cell.hardware, deploy_type, cell.node_count, raw
+                )
+                blocks.setdefault(key, []).append((picks, None))
+                continue
+            per_pool = {
+                role: {
+                    pool: tuple((t.role, self._major(t, sig, model_id)) for t in keys)
+                    for pool, keys in by_pool.items()
+                }
+                for role, by_pool in pools.items()
+            }
+            buckets: dict[RawRoles, list[tuple[PdPool, PdPool]]] = {}
+            for prefill, decode, _ in cell.pools:
+                raw = per_pool["prefill"][prefill] + per_pool["decode"][decode]
+                buckets.setdefault(raw, []).append((prefill, decode))
+            for raw, pairs in buckets.items():
+                key = self.auditor.key_for(model_id, cell.hardware, deploy_type, None, raw)
+                blocks.setdefault(key, []).append((picks, pairs))
+        self._tally(cell, model_id, blocks)
+
+    def _shape_facts(self, templates: Sequence[RoleKey]) -> tuple[frozenset[str], bool]:
+        """The flags and config names the shape's commands set outside the features, and
+        whether feature arguments may be reduced (KV arguments start with a ``--flag``)."""
+        names: set[str] = set()
+        reducible = True
+        unit_facts = self.auditor.normaliser.unit_facts
+        for template in templates:
+            prefix, kv_args, _ = self.renderer.parts(template)
+            for flag, unit in (*prefix[1], *kv_args[1]):
+                if flag is not None:
+                    names.add(flag)
+                names.add(unit_facts(unit).base)
+            if kv_args[0] and not kv_args[0][0].startswith("--"):
+                reducible = False
+        return frozenset(names), reducible
+
+    def _tally(
+        self, cell: ShapeCell, model_id: str, blocks: dict[CombinationKey, list[_Block]]
+    ) -> None:
+        auditor = self.auditor
+        position = {id(pick): index for index, pick in enumerate(cell.choices)}
+        pair_position: dict[tuple[PdPool, PdPool], int] = {}
+        if cell.pools is not None:
+            pair_position = {(p, d): index for index, (p, d, _) in enumerate(cell.pools)}
+        for key, key_blocks in blocks.items():
+            state = auditor.state(key, model_id)
+            example: Selection | None = None
+            if state.seen.example is None:
+                first_pick, first_pair = min(
+                    (
+                        (position[id(picks[0])], pair_position[pairs[0]] if pairs else 0)
+                        for picks, pairs in key_blocks
+                    ),
+                )
+                pair = cell.pools[first_pair] if cell.pools is not None else None
+                example = cell.selection(
+                    cell.choices[first_pick],
+                    construct(PdSelection, {"prefill": pair[0], "decode": pair[1]})
+                    if pair is not None
+                    else None,
+                )
+            for picks, pairs in key_blocks:
+                pd_modes = (
+                    {p.parallelism for p, _ in pairs} | {d.parallelism for _, d in pairs}
+                    if pairs
+                    else set()
+                )
+                for declared, declared_picks in self._declared(cell, picks, state.outcome):
+                    for pd in _products(pairs):
+                        selections = self._set(cell, declared_picks, pd)
+                        auditor.add_set(
+                            state,
+                            selections,
+                            selections.count,
+                            declared,
+                            example,
+                            pd_modes,
+                        )
+
+    def _declared(
+        self, cell: ShapeCell, picks: list[FeaturePick], outcome: Outcome
+    ) -> list[tuple[str | None, list[FeaturePick]]]:
+        """``picks`` split by the declaration that covers them (None: none or recommended)."""
+        auditor = self.auditor
+        if outcome.verdict == "recommended" or not auditor.declarations:
+            return [(None, picks)]
+        groups: dict[str | None, list[FeaturePick]] = {}
+        for pick in picks:
+            declared = auditor.declared(cell.selection(pick, None), outcome)
+            groups.setdefault(declared, []).append(pick)
+        return list(groups.items())
+
+    def _set(self, cell: ShapeCell, picks: list[FeaturePick], pd: PdPools | None) -> SelectionSet:
+        return construct(
+            SelectionSet,
+            {
+                "variant": cell.variant,
+                "hardware": cell.hardware,
+                "strategy": cell.strategy,
+                "node_count": cell.node_count,
+                "kv_offload": cell.kv_offload,
+                "kv_instances": cell.kv_instances,
+                "omni_task": None,
+                "features": tuple(self._choice(p) for p in picks),
+                "pd": pd,
+            },
+        )
+
+    def _choice(self, pick: FeaturePick) -> FeatureChoice:
+        memo_key = (pick.features, tuple(pick.effective.items()))
+        found = self._choices.get(memo_key)
+        if found is None:
+            found = self._choices[memo_key] = feature_choice(pick.features, pick.effective)
+        return found
+
+    def _tally_single(
+        self, cell: ShapeCell, pick: FeaturePick, model_id: str, deploy_type: str
+    ) -> None:
+        """A shape that deploys no process (cannot happen for a real strategy)."""
+        key = self.auditor.key_for(model_id, cell.hardware, deploy_type, cell.node_count, ())
+        self._tally(cell, model_id, {key: [([pick], None)]})
+
+
+def _products(pairs: list[tuple[PdPool, PdPool]] | None) -> list[PdPools | None]:
+    """``pairs`` as a few prefill × decode products (exactly the same pairs)."""
+    if pairs is None:
+        return [None]
+    by_prefill: dict[PdPool, list[PdPool]] = {}
+    for prefill, decode in pairs:
+        by_prefill.setdefault(prefill, []).append(decode)
+    merged: dict[tuple[PdPool, ...], list[PdPool]] = {}
+    for prefill, decodes in by_prefill.items():
+        merged.setdefault(tuple(decodes), []).append(prefill)
+    return [
+        construct(PdPools, {"prefill": tuple(prefills), "decode": decodes})
+        for decodes, prefills in merged.items()
+    ]
