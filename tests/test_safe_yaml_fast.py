@@ -207,6 +207,13 @@ def test_fast_path_is_taken_for_ordinary_documents(monkeypatch: pytest.MonkeyPat
         "a: [1, 2\n",  # refused: the reference loader's message and line
         "%YAML 1.3\n--- a\n",  # libyaml refuses, PyYAML accepts: accepted
         "a: 1\na: 2\n",
+        "a: &x 1\nb: &x 2\n",  # duplicate anchor
+        "a: *nope\n",  # undefined alias
+        "a: &x [*x]\n",  # recursive alias
+        "a: &x 1\nb: [" + "*x, " * 256 + "*x]\n",  # one alias over the limit
+        "a: &x 1\nb: " + "[" * 64 + "*x" + "]" * 64 + "\n",  # an alias past the depth limit
+        "a: &x 1\nb: " + "[" * 63 + "*x" + "]" * 63 + "\n",  # an alias at the depth limit
+        "!!str a: !!int 1\n? [x]\n: {y: !!binary AAAA}\n",
     ],
 )
 def test_inputs_where_libyaml_and_pyyaml_differ_load_as_the_reference(text: str) -> None:

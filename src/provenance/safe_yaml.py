@@ -179,21 +179,84 @@ if HAVE_LIBYAML:
             self.alias_count = 0
             self.depth = 0
 
-        def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
-            # Give the event the style and implicit flags PyYAML's parser gives it:
-            # libyaml's plain style is "" (PyYAML's None, which recipes.yaml12 tests
-            # for), and libyaml does not mark an empty scalar tagged ``!`` as plain.
-            event: Any = self.peek_event()
-            plain = event.style == ""
-            if (plain and event.tag is None) or event.tag == "!":
-                event.implicit = (True, False)
-            elif event.tag is None:
-                event.implicit = (False, True)
-            else:
-                event.implicit = (False, False)
-            if plain:
-                event.style = None
-            return super().compose_scalar_node(anchor)
+        def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+            if self.yaml_path_resolvers:  # pragma: no cover - SafeLoader registers none
+                return super().compose_node(parent, index)
+            return self._compose(1)
+
+        def _compose(self, depth: int) -> yaml.Node:
+            """PyYAML's ``Composer.compose_node`` for libyaml events, in one function.
+
+            It refuses at least what ``_BoundedMixin`` and ``Composer`` refuse (any
+            exception sends the text to the reference loader) and builds the same
+            nodes, with the style and implicit flags PyYAML's parser gives: libyaml's
+            plain style is "" (PyYAML's None, which ``recipes.yaml12`` tests for), and
+            libyaml does not mark an empty scalar tagged ``!`` as plain.
+            """
+            event: Any = self.get_event()
+            if depth > MAX_DEPTH + 1:
+                raise _LimitExceededError(
+                    f"YAML nesting deeper than {MAX_DEPTH} levels", event.start_mark
+                )
+            kind = type(event)
+            anchors: dict[str, yaml.Node] = self.anchors
+            if kind is yaml.AliasEvent:
+                self.alias_count += 1
+                if self.alias_count > MAX_ALIASES:
+                    raise _LimitExceededError(
+                        f"more than {MAX_ALIASES} YAML aliases (possible alias bomb)",
+                        event.start_mark,
+                    )
+                return anchors[event.anchor]  # KeyError for an undefined alias
+            anchor = event.anchor
+            if anchor is not None and anchor in anchors:
+                raise _LimitExceededError(f"duplicate anchor {anchor!r}", event.start_mark)
+            tag = event.tag
+            resolve: Any = self.resolve
+            node: yaml.Node
+            if kind is yaml.ScalarEvent:
+                plain = event.style == ""
+                if tag is None or tag == "!":
+                    implicit = (True, False) if plain or tag == "!" else (False, True)
+                    tag = resolve(yaml.ScalarNode, event.value, implicit)
+                node = yaml.ScalarNode(
+                    tag,
+                    event.value,
+                    event.start_mark,
+                    event.end_mark,
+                    style=None if plain else event.style,
+                )
+                if anchor is not None:
+                    anchors[anchor] = node
+                return node
+            if kind is yaml.SequenceStartEvent:
+                if tag is None or tag == "!":
+                    tag = resolve(yaml.SequenceNode, None, event.implicit)
+                node = yaml.SequenceNode(
+                    tag, [], event.start_mark, None, flow_style=event.flow_style
+                )
+                if anchor is not None:
+                    anchors[anchor] = node
+                items = node.value
+                while not self.check_event(yaml.SequenceEndEvent):
+                    items.append(self._compose(depth + 1))
+            elif kind is yaml.MappingStartEvent:
+                if tag is None or tag == "!":
+                    tag = resolve(yaml.MappingNode, None, event.implicit)
+                node = yaml.MappingNode(
+                    tag, [], event.start_mark, None, flow_style=event.flow_style
+                )
+                if anchor is not None:
+                    anchors[anchor] = node
+                pairs = node.value
+                while not self.check_event(yaml.MappingEndEvent):
+                    key = self._compose(depth + 1)
+                    pairs.append((key, self._compose(depth + 1)))
+            else:  # pragma: no cover - libyaml emits no other event inside a document
+                raise _LimitExceededError(f"unexpected YAML event {event}", event.start_mark)
+            end: Any = self.get_event()
+            node.end_mark = end.end_mark
+            return node
 
 
 #: Inputs that go straight to the pure-Python loader: characters libyaml and PyYAML
