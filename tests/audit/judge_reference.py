@@ -4,9 +4,9 @@ Every role's major flags are diffed in full (``FlagSet.diff``) against every in-
 candidate, the reasons scan the candidates flag by flag, and the nearest evidence
 sums full diff sizes over every common candidate: slow, but a direct reading of the
 rules in ``provenance.audit.judge``'s docstring. :class:`ReferenceJudge` reuses only
-what the indexes did not change (candidate lists, the other-kind lookup, the joint
-rules); :func:`reference_nearest_combination` is the reverse direction's brute-force
-search for the nearest audited combination.
+what the indexes did not change (candidate lists, the any-kind index, the joint
+rules). :func:`reference_distinct` and :func:`reference_nearest` are the reverse
+direction's brute-force search for the nearest audited combination.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ class ReferenceJudge:
                         if _shape_ok(r, judgements, shape) and _usable(r)  # type: ignore[arg-type]
                     )
         if not evidence:
-            reasons.extend(judge._other_kind_reasons(key, judgements))  # type: ignore[arg-type]
+            reasons.extend(self._other_kind_reasons(key, judgements))
         verdict = VerdictKind.RECOMMENDED if evidence else VerdictKind.GUIDE_ONLY
         if verdict is VerdictKind.GUIDE_ONLY and not reasons:
             reasons.append(Reason(code=ReasonCode.NO_EVIDENCE, detail="no evidence point matched"))
@@ -144,6 +144,31 @@ class ReferenceJudge:
             scope=judge.scope_of(key.model_id, key.hardware, key.kind),
             role_flags=tuple((j.role, j.flags) for j in judgements),
         )
+
+    def _other_kind_reasons(
+        self, key: CombinationKey, judgements: Sequence[ReferenceRole]
+    ) -> list[Reason]:
+        if not judgements:
+            return []
+        first = judgements[0]
+        others = [
+            r
+            for r in self.judge.any_kind(
+                key.model_id, key.hardware, key.kind, first.role, first.flags
+            )
+            if r.scope.kind != key.kind and all(r.major.get(j.role) == j.flags for j in judgements)
+        ]
+        if not others:
+            return []
+        return [
+            Reason(
+                code=ReasonCode.TOPOLOGY_MISMATCH,
+                recipe_value=key.kind,
+                evidence_value=", ".join(sorted({r.scope.kind for r in others})),
+                sources=_prs(others),
+                detail="the flags match an evidence point of another deployment kind",
+            )
+        ]
 
 
 def _flag_reasons(

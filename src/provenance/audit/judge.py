@@ -266,6 +266,7 @@ class Judge:
         self._roles: dict[tuple[str, str, DeploymentKind, str, FlagSet], RoleJudgement] = {}
         self._no_candidates: dict[str, _RoleIndex] = {}
         self._unevidenced: dict[tuple[DeploymentKind, str, FlagSet], RoleJudgement] = {}
+        self._unevidenced_roles: dict[tuple[str, FlagSet], RoleFlags] = {}
         self._outcomes: dict[CombinationKey, Outcome] = {}
         self._classes: dict[str, str] = {}
         self._scopes: dict[tuple[str, str, DeploymentKind], Scope] = {}
@@ -527,10 +528,14 @@ class Judge:
 
     def _judge_combination(self, key: CombinationKey) -> Outcome:
         model_id, hardware, kind = key.model_id, key.hardware, key.kind
+        role_flags = tuple((role, flags) for role, flagsets in key.roles for flags in flagsets)
+        if role_flags and not self.candidates(model_id, hardware, kind):
+            return self._judge_without_evidence(key, role_flags)
+        known = self._roles
         judgements: list[RoleJudgement] = [
-            self.role(model_id, hardware, kind, role, flags)
-            for role, flagsets in key.roles
-            for flags in flagsets
+            known.get((model_id, hardware, kind, role, flags))
+            or self.role(model_id, hardware, kind, role, flags)
+            for role, flags in role_flags
         ]
         # Reasons of the roles (``role_reasons``) and of the combination (``reasons``) are
         # kept apart so that the roles' own, already ordered, need not be sorted again.
@@ -541,8 +546,6 @@ class Judge:
             reasons.append(
                 Reason(code=ReasonCode.NO_EVIDENCE, detail="the combination renders no command")
             )
-        elif not self.candidates(model_id, hardware, kind):
-            reasons.append(self._no_scope_evidence(kind, hardware))
         else:
             role_reasons = True
             if all(j.exact for j in judgements):  # then no role has a reason of its own
@@ -556,7 +559,7 @@ class Judge:
                         if _shape_ok(r, judgements, recipe_shape) and _usable(r)
                     )
         if not evidence:
-            reasons.extend(self._other_kind_reasons(key, judgements))
+            reasons.extend(self._other_kind_reasons(key, role_flags))
         verdict = VerdictKind.RECOMMENDED if evidence else VerdictKind.GUIDE_ONLY
         if (
             verdict is VerdictKind.GUIDE_ONLY
@@ -571,8 +574,38 @@ class Judge:
             nearest=() if evidence else self._nearest_evidence(key, judgements),
             evidence=evidence,
             scope=self._scope(model_id, hardware, kind),
-            role_flags=tuple((j.role, j.flags) for j in judgements),
+            role_flags=role_flags,
         )
+
+    def _judge_without_evidence(
+        self, key: CombinationKey, role_flags: tuple[tuple[str, FlagSet], ...]
+    ) -> Outcome:
+        """A combination whose scope has no evidence point: only its flags (for the report)
+        and the other deployment kinds matter, so its roles are not judged one by one."""
+        reasons = [self._no_scope_evidence(key.kind, key.hardware)]
+        reasons.extend(self._other_kind_reasons(key, role_flags))
+        return Outcome(
+            verdict=VerdictKind.GUIDE_ONLY,
+            roles=tuple(self._unevidenced_role(role, flags) for role, flags in role_flags),
+            reasons=_ordered(reasons),
+            nearest=(),
+            evidence=(),
+            scope=self._scope(key.model_id, key.hardware, key.kind),
+            role_flags=role_flags,
+        )
+
+    def _unevidenced_role(self, role: str, flags: FlagSet) -> RoleFlags:
+        """A role's flags, none of them evidenced (one object per role and FlagSet)."""
+        found = self._unevidenced_roles.get((role, flags))
+        if found is None:
+            index = self._no_candidates.get(role)
+            if index is None:
+                index = self._no_candidates[role] = _RoleIndex.build(role, ())
+            provenance = tuple(self._provenance(index, item) for item in flags.items())
+            found = self._unevidenced_roles[(role, flags)] = RoleFlags(
+                role=role, node_rank=None, flags=provenance
+            )
+        return found
 
     def _scope(self, model_id: str, hardware: str, kind: DeploymentKind) -> Scope:
         key = (model_id, hardware, kind)
@@ -641,15 +674,22 @@ class Judge:
         return []
 
     def _other_kind_reasons(
-        self, key: CombinationKey, judgements: Sequence[RoleJudgement]
+        self, key: CombinationKey, role_flags: Sequence[tuple[str, FlagSet]]
     ) -> list[Reason]:
-        if not judgements:
+        if not role_flags:
             return []
-        first = judgements[0]
+        role, flags = role_flags[0]
+        index = self._any_kind.get((key.model_id, key.hardware))
+        if index is None:
+            self.any_kind(key.model_id, key.hardware, key.kind, role, flags)
+            index = self._any_kind[(key.model_id, key.hardware)]
+        same_flags = index.get((role, flags))
+        if not same_flags:
+            return []
         others = [
             r
-            for r in self.any_kind(key.model_id, key.hardware, key.kind, first.role, first.flags)
-            if r.scope.kind != key.kind and all(r.major.get(j.role) == j.flags for j in judgements)
+            for r in same_flags
+            if r.scope.kind != key.kind and all(r.major.get(k) == f for k, f in role_flags)
         ]
         if not others:
             return []
@@ -681,6 +721,8 @@ def _ordered(
     none equals another role's or a combination-level one).
     """
     if not judgements:
+        if len(reasons) < 2:
+            return tuple(reasons)
         return tuple(sorted(dict.fromkeys(reasons), key=_reason_order))
     previous = -1
     for judgement in judgements:
@@ -690,7 +732,7 @@ def _ordered(
         previous = order
     else:
         if all(reason.role is None for reason in reasons):
-            head = _ordered(reasons) if reasons else ()
+            head = _ordered(reasons)
             if len(judgements) == 1:
                 return head + judgements[0].ordered_reasons
             return head + tuple(r for j in judgements for r in j.ordered_reasons)
