@@ -104,25 +104,91 @@ class CellAuditor:
         self._sig_parts: dict[tuple[str, ...], RenderedPart] = {}
         self._choices: dict[tuple[object, ...], FeatureChoice] = {}
         self._plain_parts: dict[int, bool] = {}
+        self._alone: dict[tuple[object, ...], tuple[frozenset[str], FlagSet] | None] = {}
+        self._template_names: dict[RoleKey, frozenset[str] | None] = {}
+        self._interned: dict[FlagSet, FlagSet] = {}
 
     # Rendering -------------------------------------------------------------
     def _major(self, template: RoleKey, sig: tuple[str, ...], model_id: str) -> FlagSet:
-        """Major flags of ``template``'s process with the feature arguments ``sig``."""
+        """Major flags of ``template``'s process with the feature arguments ``sig``.
+
+        When no flag or config name of ``sig`` occurs elsewhere in the command, the
+        feature arguments neither dedupe, merge nor override anything: the major
+        flags are those of the command without them plus those of ``sig`` alone.
+        """
         memo_key = (template, sig)
         found = self._majors.get(memo_key)
-        if found is None:
+        if found is not None:
+            return found
+        head = ("vllm", "serve", model_id)
+        split = self._sig_alone(sig, head) if sig else None
+        names = self._names_of(template) if split is not None else None
+        if split is not None and names is not None and split[0].isdisjoint(names):
+            found = self._major(template, (), model_id).merged(split[1])
+        else:
             prefix, kv_args, env = self.renderer.parts(template)
-            part = self._sig_parts.get(sig)
-            if part is None:
-                part = self._sig_parts[sig] = (list(sig), parse_units(list(sig)))
+            part = self._sig_part(sig)
             units = dedupe_unit_list(join_units((prefix, part, kv_args)))
             normaliser = self.auditor.normaliser
-            head = ("vllm", "serve", model_id)
             if self._plain(prefix) and self._plain(part) and self._plain(kv_args):
                 found = normaliser.units_major(head, units, env)
             else:  # a short flag or negative number: let the normaliser split the tokens
                 found = normaliser.command_major((*head, *(t for u in units for t in u)), env)
-            self._majors[memo_key] = found
+        found = self._interned.setdefault(found, found)
+        self._majors[memo_key] = found
+        return found
+
+    def _sig_part(self, sig: tuple[str, ...]) -> RenderedPart:
+        part = self._sig_parts.get(sig)
+        if part is None:
+            part = self._sig_parts[sig] = (list(sig), parse_units(list(sig)))
+        return part
+
+    def _sig_alone(
+        self, sig: tuple[str, ...], head: tuple[str, ...]
+    ) -> tuple[frozenset[str], FlagSet] | None:
+        """The names ``sig`` may touch and its major flags alone (None: not separable)."""
+        memo_key = (sig, head)
+        if memo_key in self._alone:
+            return self._alone[memo_key]
+        found: tuple[frozenset[str], FlagSet] | None = None
+        part = self._sig_part(sig)
+        normaliser = self.auditor.normaliser
+        if self._plain(part) and all(flag is not None for flag, _ in part[1]):
+            names: set[str] = set()
+            for flag, unit in part[1]:
+                unit_names = normaliser.unit_facts(unit).names
+                if unit_names is None or flag is None:
+                    break
+                names.update(unit_names)
+                names.add(flag)
+            else:
+                units = [unit for _, unit in part[1]]
+                if len({flag for flag, _ in part[1]}) == len(units):
+                    found = (frozenset(names), normaliser.units_major(head, units, {}))
+        self._alone[memo_key] = found
+        return found
+
+    def _names_of(self, template: RoleKey) -> frozenset[str] | None:
+        """Every flag and config name the command of ``template`` sets outside the features
+        (None when a unit does not normalise alone: it may touch any name)."""
+        if template in self._template_names:
+            return self._template_names[template]
+        prefix, kv_args, _ = self.renderer.parts(template)
+        names: set[str] | None = set()
+        if kv_args[0] and not kv_args[0][0].startswith("-"):
+            names = None  # a value first: it would attach to the features' last flag
+        unit_facts = self.auditor.normaliser.unit_facts
+        for flag, unit in (*prefix[1], *kv_args[1]):
+            facts = unit_facts(unit)
+            if facts.names is None or names is None:
+                names = None
+                break
+            names.update(facts.names)
+            names.add(facts.base)
+            if flag is not None:
+                names.add(flag)
+        found = self._template_names[template] = frozenset(names) if names is not None else None
         return found
 
     def _plain(self, part: RenderedPart) -> bool:

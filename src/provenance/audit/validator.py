@@ -84,11 +84,14 @@ class RoleNormaliser(Protocol):
 class UnitFacts(NamedTuple):
     """One argv unit's effect: ``alone`` = normalised alone it yields no major key;
     ``mergeable`` = it writes a JSON/dotted config (configs merge, so it may replace or
-    complete another unit's); ``base`` = the config name it writes."""
+    complete another unit's); ``base`` = the config name it writes; ``names`` = every
+    flag or config name it may touch (spellings, negation and the keys it normalises
+    to), or None when it does not normalise alone."""
 
     alone: bool
     mergeable: bool
     base: str
+    names: frozenset[str] | None = None
 
 
 class PolicyNormaliser:
@@ -126,12 +129,17 @@ class PolicyNormaliser:
             found = UnitFacts(False, mergeable, base)
             self._units[unit] = found
             return found
+        names: frozenset[str] | None
         try:
             flags = normalise_argv(["vllm", "serve", *unit]).flags
             alone = all(self._policy.classify(k) is not _major() for k in flags)
+            names = frozenset(
+                {base, base.removeprefix("no_"), *(k.split(".", 1)[0] for k in flags)}
+            )
         except ProvenanceError:
             alone = False
-        found = UnitFacts(alone, mergeable, base)
+            names = None
+        found = UnitFacts(alone, mergeable, base, names)
         self._units[unit] = found
         return found
 
@@ -144,10 +152,10 @@ class PolicyNormaliser:
         self, head: tuple[str, ...], units: Sequence[tuple[str, ...]], env: Mapping[str, object]
     ) -> FlagSet:
         facts = [self.unit_facts(u) for u in units]
-        bases = [base for _, _, base in facts]
+        bases = [fact.base for fact in facts]
         kept = tuple(
             token
-            for unit, (alone, mergeable, base) in zip(units, facts, strict=True)
+            for unit, (alone, mergeable, base, _) in zip(units, facts, strict=True)
             if not (alone and (not mergeable or bases.count(base) == 1))
             for token in unit
         )
