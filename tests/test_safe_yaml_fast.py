@@ -292,3 +292,14 @@ def test_every_corpus_yaml_loads_as_the_reference_loads_it() -> None:
     ]
     fast = [path for path in files if _check_file(path, both_modes=False)]
     assert len(fast) >= len(files) * 9 // 10, "the libyaml path should take most real files"
+
+
+def test_libyaml_composer_is_never_used() -> None:
+    """CParser has its own composer in C (recursive, without the limits): the MRO puts
+    PyYAML's Python ``Composer`` first, and composing goes through ``_compose``."""
+    from yaml.composer import Composer
+
+    loader = safe_yaml._FastLoader
+    assert loader.get_single_node is Composer.get_single_node
+    assert loader.compose_document is Composer.compose_document
+    assert loader.compose_node is not Composer.compose_node

@@ -163,12 +163,13 @@ if HAVE_LIBYAML:
     class _FastLoader(_BoundedMixin, Composer, CParser, SafeConstructor, Resolver):
         """The same loader over libyaml's scanner and parser (C).
 
-        Only the events come from C: composing (with the alias and depth checks of
-        ``_BoundedMixin``), resolving implicit types and constructing are PyYAML's
-        Python code, as in ``_BoundedLoader``. libyaml does not recurse, and the
-        composer asks it for one event at a time, so a ``[[[[…`` bomb is refused
-        after ``MAX_DEPTH`` events. ``Composer`` precedes ``CParser`` in the MRO,
-        so CParser's own (unbounded) composer is never used.
+        Only the events come from C: composing (``_compose``, with the same alias
+        and depth limits), resolving implicit types and constructing (with the
+        construct-error checks of ``_BoundedMixin``) are Python, as in
+        ``_BoundedLoader``. libyaml does not recurse, and the composer asks it for
+        one event at a time, so a ``[[[[…`` bomb is refused after ``MAX_DEPTH``
+        events. ``Composer`` precedes ``CParser`` in the MRO, so CParser's own
+        (unbounded, C-recursive) composer is never used.
         """
 
         def __init__(self, stream: str) -> None:
