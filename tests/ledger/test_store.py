@@ -172,40 +172,6 @@ def test_any_record_round_trips(workspace: Workspace, flags: dict[str, str], con
 
 # --- the fast bulk load against the full per-file check -----------------------------
 
-_JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=20,
-)
-
-
-def _parsed(parse: object, raw: bytes) -> tuple[str, object]:
-    assert callable(parse)
-    try:
-        return "ok", repr(parse(raw))
-    except (ValueError, RecursionError) as exc:
-        return type(exc).__name__, str(exc)
-
-
-@settings(max_examples=300, deadline=None, database=None, derandomize=True)
-@given(
-    _JSON_VALUES,
-    st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-32"]),
-    st.booleans(),
-    st.binary(max_size=3),
-)
-def test_record_json_parsing_is_json_loads(
-    value: object, encoding: str, ascii_only: bool, noise: bytes
-) -> None:
-    """``_parse_json`` (strict UTF-8 decode first) gives exactly what ``json.loads``
-    gives on bytes: the same value, or the same error, for every encoding and for
-    bytes that are not valid in any (noise spliced in)."""
-    from provenance.ledger.store import _parse_json
-
-    raw = json.dumps(value, ensure_ascii=ascii_only).encode(encoding, "surrogatepass")
-    for candidate in (raw, raw[: len(raw) // 2] + noise + raw[len(raw) // 2 :]):
-        assert _parsed(_parse_json, candidate) == _parsed(json.loads, candidate)
-
 
 def test_load_all_of_the_embedded_evidence_equals_the_full_check() -> None:
     """Every record ``load_all`` returns is the one ``check_file`` (name, JSON, model, id
