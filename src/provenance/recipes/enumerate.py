@@ -157,6 +157,7 @@ class _Builder:
             s.startswith("multi_node_") or s == "pd_cluster" for s in self.compatible
         )
         self._hw: dict[str, HardwareView] = {}
+        self.feature_memo: dict[tuple[object, ...], list[FeaturePick]] = {}
 
     def hw(self, hardware_id: str) -> HardwareView:
         found = self._hw.get(hardware_id)
@@ -437,7 +438,25 @@ def _feature_choices(
     strategy: str,
     kv_instances_active: bool,
 ) -> list[FeaturePick]:
+    """Every feature pick offered; the strategy and KV choice matter only through the
+    features they allow, so picks are shared by the shapes that allow the same ones."""
     allowed = b.allowed_features(strategy, kv_instances_active)
+    memo_key = (variant_key, hardware_id, tuple(allowed), options)
+    found = b.feature_memo.get(memo_key)
+    if found is None:
+        found = b.feature_memo[memo_key] = _feature_picks(
+            b, options, variant_key, hardware_id, allowed
+        )
+    return found
+
+
+def _feature_picks(
+    b: _Builder,
+    options: EnumerationOptions,
+    variant_key: str,
+    hardware_id: str,
+    allowed: list[str],
+) -> list[FeaturePick]:
     defaults = b.default_features(hardware_id, variant_key)
     features = b.spec.features or {}
     subsets: list[tuple[str, ...]]

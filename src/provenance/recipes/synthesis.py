@@ -408,6 +408,17 @@ def _pd_pool_args(ctx: _Context, pool: PoolKey, role: str) -> list[str]:
     return args
 
 
+def _allowed_features(ctx: _Context) -> list[str]:
+    """The features whose args a deployment of ``ctx`` renders (strategy and KV gates)."""
+    features = ctx.recipe.spec.features or {}
+    return [
+        name
+        for name, feature in features.items()
+        if feature_allowed_for_strategy(feature, ctx.strategy_name)
+        and not (ctx.kv_composing and feature.companion is not None and feature.companion.command)
+    ]
+
+
 def _feature_args(ctx: _Context, key: RoleKey) -> list[str]:
     """Step 7: feature args in the order of ``key.features``.
 
@@ -693,6 +704,8 @@ class Renderer:
         self._contexts: dict[tuple[str, str, str, str | None], _Context] = {}
         self._prefix: dict[RoleKey, tuple[RenderedPart, RenderedPart, dict[str, EnvValue]]] = {}
         self._features: dict[tuple[object, ...], RenderedPart] = {}
+        #: allowed feature names per context (contexts live as long as the renderer)
+        self._allowed: dict[int, frozenset[str]] = {}
 
     def _context(self, key: RoleKey) -> _Context:
         ident = (key.variant, key.hardware, key.strategy, key.kv_offload)
@@ -734,20 +747,25 @@ class Renderer:
         return parts
 
     def feature_part(self, key: RoleKey) -> RenderedPart:
-        """The feature args of ``key`` (the same for every role of a deployment)."""
-        feature_key = (
-            key.variant,
-            key.hardware,
-            key.strategy,
-            key.kv_offload,
-            key.features,
-            key.feature_modes,
+        """The feature args of ``key`` (the same for every role of a deployment).
+
+        They depend on the strategy and the KV choice only through which features
+        these allow, so deployments that allow the same features share one part.
+        """
+        ctx = self._context(key)
+        allowed = self._allowed.get(id(ctx))
+        if allowed is None:
+            allowed = self._allowed[id(ctx)] = frozenset(_allowed_features(ctx))
+        features = tuple(f for f in key.features if f in allowed)
+        modes = (
+            tuple((f, m) for f, m in key.feature_modes if f in allowed) if key.feature_modes else ()
         )
-        features = self._features.get(feature_key)
-        if features is None:
-            features = _part(_feature_args(self._context(key), key))
-            self._features[feature_key] = features
-        return features
+        feature_key = (key.variant, key.hardware, features, modes)
+        found = self._features.get(feature_key)
+        if found is None:
+            found = _part(_feature_args(ctx, key._replace(features=features, feature_modes=modes)))
+            self._features[feature_key] = found
+        return found
 
     def render(self, selection: Selection, advanced_args: Sequence[str] = ()) -> RenderResult:
         if recipe_is_omni(self.recipe):
