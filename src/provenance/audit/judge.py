@@ -42,8 +42,9 @@ brute-force judge these must agree with.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from provenance.audit.model import (
     EvidenceRef,
@@ -122,8 +123,12 @@ class _RoleIndex:
         default_factory=list, repr=False
     )
 
+    #: distinct major FlagSet → its position in :attr:`order`
+    position: dict[FlagSet, int] = field(default_factory=dict, repr=False)
+
     def __post_init__(self) -> None:
         self._sets = [(len(g), g.key_set(), g.item_set()) for g in self.order]
+        self.position = {flags: i for i, flags in enumerate(self.order)}
 
     @classmethod
     def build(cls, role: str, records: Sequence[IndexedRecord]) -> _RoleIndex:
@@ -172,6 +177,16 @@ class _RoleIndex:
 
 
 @dataclass(frozen=True, eq=False)
+class _Signatures:
+    """The in-scope records that have every role of a tuple of roles, one per distinct tuple
+    of their major FlagSets (the one ties resolve to), in tie-break order."""
+
+    records: list[IndexedRecord]
+    #: per role of the tuple: each record's FlagSet as a position in that role's index
+    columns: tuple[list[int], ...]
+
+
+@dataclass(frozen=True, eq=False)
 class RoleJudgement:
     """One evidence role's major flags judged against the in-scope evidence."""
 
@@ -185,10 +200,12 @@ class RoleJudgement:
     role_flags: RoleFlags
     #: :attr:`reasons` in report order (:func:`_ordered`)
     ordered_reasons: tuple[Reason, ...] = ()
-    #: distinct major FlagSet of the role in scope → its diff size from :attr:`flags`
-    sizes: Mapping[FlagSet, int] = field(default_factory=dict)
+    #: diff size from :attr:`flags` to each distinct major FlagSet of the role in scope,
+    #: in the order of the scope's role index (``_RoleIndex.order``)
+    distances: list[int] = field(default_factory=list)
     _nearest: dict[str, NearestEvidence] = field(default_factory=dict, repr=False)
-    _vectors: dict[tuple[tuple[str, ...], int], list[int]] = field(default_factory=dict, repr=False)
+    #: (signatures, position of this role in them) → :meth:`Judge._distances`
+    _vectors: dict[tuple[_Signatures, int], list[int]] = field(default_factory=dict, repr=False)
 
     def nearest_evidence(self, record: IndexedRecord) -> NearestEvidence:
         """This role's difference from ``record`` (built once per record)."""
@@ -220,8 +237,10 @@ class Outcome:
     scope: Scope
     role_flags: tuple[tuple[str, FlagSet], ...]
 
-    @property
+    @cached_property
     def reason_codes(self) -> tuple[str, ...]:
+        """The distinct reason codes, in report order (computed once: declarations are
+        matched against them for every combination with this outcome)."""
         return tuple(dict.fromkeys(str(r.code) for r in self.reasons))
 
 
@@ -260,9 +279,7 @@ class Judge:
         self._candidates: dict[tuple[str, str, DeploymentKind], list[IndexedRecord]] = {}
         self._any_kind: dict[tuple[str, str], dict[tuple[str, FlagSet], list[IndexedRecord]]] = {}
         self._indexes: dict[tuple[str, str, DeploymentKind, str], _RoleIndex] = {}
-        self._signatures: dict[
-            tuple[str, str, DeploymentKind, tuple[str, ...]], list[IndexedRecord]
-        ] = {}
+        self._signatures: dict[tuple[str, str, DeploymentKind, tuple[str, ...]], _Signatures] = {}
         self._roles: dict[tuple[str, str, DeploymentKind, str, FlagSet], RoleJudgement] = {}
         self._no_candidates: dict[str, _RoleIndex] = {}
         self._unevidenced: dict[tuple[DeploymentKind, str, FlagSet], RoleJudgement] = {}
@@ -369,7 +386,7 @@ class Judge:
             reasons=reasons,
             role_flags=RoleFlags(role=role, node_rank=None, flags=provenance),
             ordered_reasons=_ordered(reasons),
-            sizes=dict(zip(index.order, distances, strict=True)),
+            distances=distances,
         )
 
     def _provenance(self, index: _RoleIndex, item: tuple[str, str]) -> FlagProvenance:
@@ -475,18 +492,18 @@ class Judge:
             return ()
         roles = tuple(j.role for j in judgements)
         signatures = self._signature_records(key.model_id, key.hardware, key.kind, roles)
-        if not signatures:
+        if not signatures.records:
             return ()
-        totals = self._distances(judgements[0], roles, 0, signatures)
+        totals = self._distances(judgements[0], signatures, 0)
         for position in range(1, len(judgements)):
-            vector = self._distances(judgements[position], roles, position, signatures)
+            vector = self._distances(judgements[position], signatures, position)
             totals = list(map(operator.add, totals, vector))
-        best = signatures[totals.index(min(totals))]
+        best = signatures.records[totals.index(min(totals))]
         return tuple(j.nearest_evidence(best) for j in judgements)
 
     def _signature_records(
         self, model_id: str, hardware: str, kind: DeploymentKind, roles: tuple[str, ...]
-    ) -> list[IndexedRecord]:
+    ) -> _Signatures:
         """One record per distinct tuple of major FlagSets of ``roles`` among the in-scope
         records that have all of them: the one ties resolve to, in tie-break order."""
         memo = (model_id, hardware, kind, roles)
@@ -500,22 +517,23 @@ class Judge:
                     held = best.get(signature)
                     if held is None or _tie_break(record) < _tie_break(held):
                         best[signature] = record
-            found = self._signatures[memo] = sorted(best.values(), key=_tie_break)
+            records = sorted(best.values(), key=_tie_break)
+            columns = []
+            for role in roles:
+                position = self._index(model_id, hardware, kind, role).position
+                columns.append([position[r.major[role]] for r in records])
+            found = self._signatures[memo] = _Signatures(records, tuple(columns))
         return found
 
     @staticmethod
-    def _distances(
-        judgement: RoleJudgement,
-        roles: tuple[str, ...],
-        position: int,
-        signatures: Sequence[IndexedRecord],
-    ) -> list[int]:
+    def _distances(judgement: RoleJudgement, signatures: _Signatures, position: int) -> list[int]:
         """The judgement's diff size from each signature record (memoised per judgement)."""
-        memo = (roles, position)
+        memo = (signatures, position)
         found = judgement._vectors.get(memo)
         if found is None:
-            sizes, role = judgement.sizes, judgement.role
-            found = judgement._vectors[memo] = [sizes[r.major[role]] for r in signatures]
+            distances = judgement.distances
+            found = [distances[i] for i in signatures.columns[position]]
+            judgement._vectors[memo] = found
         return found
 
     # Combination level ------------------------------------------------------
