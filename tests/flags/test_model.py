@@ -3,6 +3,10 @@ definitions."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -34,3 +38,25 @@ def test_mapping_methods_follow_the_sorted_mapping(items: dict[str, str], key: s
     assert flags.get(key, "default") == items.get(key, "default")
     assert flags.key_set() == frozenset(items)
     assert flags.item_set() == frozenset(items.items())
+
+
+def test_a_pickled_flagset_is_rehashed_by_the_process_that_loads_it() -> None:
+    """Its cached hash is not carried over: string hashing is salted per process."""
+    make = "from provenance.flags.model import FlagSet; f = FlagSet({'a': '1', 'b': 'x'})"
+    dump = (
+        f"import pickle, sys; {make}; hash(f); f.item_set(); "
+        "sys.stdout.buffer.write(pickle.dumps(f))"
+    )
+    load = (
+        f"import pickle, sys; {make}; g = pickle.loads(sys.stdin.buffer.read()); "
+        "print({f: 'found'}.get(g, 'missing'), g.item_set() == f.item_set())"
+    )
+
+    def run(code: str, seed: str, data: bytes = b"") -> bytes:
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run(
+            [sys.executable, "-c", code], input=data, env=env, capture_output=True, check=True
+        )
+        return done.stdout
+
+    assert run(load, "2", run(dump, "1")).split() == [b"found", b"True"]

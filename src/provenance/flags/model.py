@@ -109,6 +109,11 @@ class FlagSet(Mapping[str, str]):
             self._hash = hash(tuple(self._items.items()))
         return self._hash
 
+    def __reduce__(self) -> tuple[type[FlagSet], tuple[dict[str, str]]]:
+        # Rebuilt from its items: the cached hash and sets belong to the process that
+        # computed them (string hashing is salted per process).
+        return (FlagSet, (self._items,))
+
     def __eq__(self, other: object) -> bool:
         if isinstance(other, FlagSet):
             return self._items == other._items
