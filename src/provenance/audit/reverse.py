@@ -190,16 +190,15 @@ def nearest_combination(roles: FlatRoles, compared: Sequence[Compared]) -> tuple
 def reverse_entries(
     auditor: RecipeAuditor, graph: EvidenceGraph, gpus_per_node: Mapping[str, int]
 ) -> list[ReverseEntry]:
-    by_flags: dict[tuple[_Scope, tuple[RoleKey, ...]], list[_Pair]] = defaultdict(list)
     by_scope: dict[_Scope, list[_Pair]] = defaultdict(list)
     pool_modes: dict[tuple[str, str], set[str]] = defaultdict(set)
     for pair in auditor.seen.items():
         key, seen = pair
-        scope = (key.model_id, key.hardware, key.kind)
-        by_flags[(scope, key.roles)].append(pair)
-        by_scope[scope].append(pair)
+        by_scope[(key.model_id, key.hardware, key.kind)].append(pair)
         if seen.pd_modes:
             pool_modes[(key.model_id, key.hardware)] |= seen.pd_modes
+    # per scope (built for scopes that have evidence only): per-role flags → combinations
+    by_flags: dict[_Scope, dict[tuple[RoleKey, ...], list[_Pair]]] = {}
     model_ids = sorted(auditor.model_ids.items())
     checkpoints: dict[tuple[str, str], bool] = {}
     # memos: per scope, the distinct combinations; per scope and evidence roles, the nearest
@@ -221,9 +220,15 @@ def reverse_entries(
                 continue
             kind = record.topology.kind
             roles = _record_roles(indexed)
+            scope = (model_id, hardware, kind)
+            exact = by_flags.get(scope)
+            if exact is None:
+                exact = by_flags[scope] = defaultdict(list)
+                for pair in by_scope.get(scope, ()):
+                    exact[pair[0].roles].append(pair)
             matches = [
                 (key, seen)
-                for key, seen in by_flags.get(((model_id, hardware, kind), roles), [])
+                for key, seen in exact.get(roles, ())
                 if all(
                     shape_matches(
                         recipe_role_shape(kind, key.node_count),
@@ -254,7 +259,6 @@ def reverse_entries(
                 )
                 break
             flat = tuple((role, flagsets[0]) for role, flagsets in roles)
-            scope = (model_id, hardware, kind)
             candidates = by_scope.get(scope, [])
             if not candidates:
                 why = f"no audited {kind} combination on {hardware}"
