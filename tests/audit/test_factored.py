@@ -7,6 +7,7 @@ vllm-project/recipes checkout is present) on all 173 recipes."""
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import shutil
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from provenance.audit.model import AuditReport, SelectionSet, VerdictEntry
+from provenance.audit.model import RECORD_INDEX, AuditReport, SelectionSet, VerdictEntry
 from provenance.audit.run import load_graph
 from provenance.audit.validator import CellSource, PolicyNormaliser, RecipeInput, audit
 from provenance.graph import EvidenceGraph
@@ -23,6 +24,7 @@ from provenance.ledger.model import Declaration, Declarations, SelectionPattern
 from provenance.recipes.enumerate import EnumerationOptions, enumerate_selections
 from provenance.recipes.loader import Recipe, RecipesRoot, load_recipe, load_recipes_root
 from provenance.recipes.synthesis import Renderer
+from provenance.report import json_report
 
 REPO = Path(__file__).resolve().parents[2]
 TOY_ROOT = REPO / "tests" / "fixtures" / "recipes" / "toy-root"
@@ -101,6 +103,12 @@ def test_minimax_full_cross_product(
     slow, fast = _both([recipe], root, EnumerationOptions(), graph, declarations)
     assert fast.summary.combinations == 71_208
     assert_same_audit(slow, fast)
+    out = io.StringIO()
+    json_report.write(fast, out)
+    context = {RECORD_INDEX: fast.record_index()}
+    assert json.loads(out.getvalue()) == json.loads(
+        fast.model_dump_json(by_alias=True, context=context)
+    )
     # 8 feature choices differ only by functional flags: one set per pool block
     assert sum(len(e.selections) for e in fast.verdicts) < 71_208 / 4
 
@@ -179,6 +187,13 @@ def test_toy_roots_every_branch(edge_root: Path, model: str) -> None:
     slow, fast = _both([recipe], root, options, graph)
     assert fast.summary.combinations > 100
     assert_same_audit(slow, fast)
+    # the JSON writer's shared fragments equal the model's own serialisation
+    out = io.StringIO()
+    json_report.write(fast, out)
+    context = {RECORD_INDEX: fast.record_index()}
+    assert json.loads(out.getvalue()) == json.loads(
+        fast.model_dump_json(by_alias=True, context=context)
+    )
 
 
 def test_selection_set_expands_in_enumeration_order() -> None:
