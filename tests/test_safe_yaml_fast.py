@@ -129,6 +129,9 @@ _TOKENS = [
     "|", ">", "|-", ">+", "|2", "|#", "\r\n", "\r", '"', "'", "\\", "é", "%", "@", "`",
     "=", "k: v", "x:\n  y: z", "? a\n: b", "- - x", "\t", "\x85", "\u2028", "\ufeff",
     "\x07", "\x00", "\U0001f600",
+    # refused after composing (by the checks on the node graph, not by the parser)
+    "a: 1\n", "a: 2\n", "b:\n  a: 1\n  a: 1\n", "!!int x", "!!bool maybe", "2026-13-45",
+    "9" * 5000, "<<: 2\n", "&x [*x]", "[*a, *a]",
 ]  # fmt: skip
 
 _DOCUMENTS = st.builds(
@@ -192,6 +195,21 @@ def test_fast_path_is_taken_for_ordinary_documents(monkeypatch: pytest.MonkeyPat
     assert loaded.line_of(("a", 1)) == 3
 
 
+def test_refusals_after_composing_do_not_parse_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A duplicate key is found on the libyaml-composed graph: reported directly (a 2 MiB
+    file of keys would otherwise cost the pure-Python parse, ~20 s, on top)."""
+
+    def no_reference(text: str, path: str) -> None:
+        raise AssertionError("the pure-Python loader was used")
+
+    monkeypatch.setattr(safe_yaml, "_reference_loader", no_reference)
+    with pytest.raises(InputError) as info:
+        load_yaml_text("a: 1\nb: 2\na: 3\n", "dup.yaml")
+    assert info.value.diagnostic() == (
+        "invalid input: dup.yaml:3 (a): duplicate key 'a' (first defined on line 1)"
+    )
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -206,7 +224,9 @@ def test_fast_path_is_taken_for_ordinary_documents(monkeypatch: pytest.MonkeyPat
         "! \n",  # an empty scalar tagged "!" is null, as in PyYAML
         "a: [1, 2\n",  # refused: the reference loader's message and line
         "%YAML 1.3\n--- a\n",  # libyaml refuses, PyYAML accepts: accepted
-        "a: 1\na: 2\n",
+        "a: 1\na: 2\n",  # duplicate key: refused on the composed graph
+        "a: !!int x\n",
+        "a: 2026-13-45\n",
         "a: &x 1\nb: &x 2\n",  # duplicate anchor
         "a: *nope\n",  # undefined alias
         "a: &x [*x]\n",  # recursive alias
@@ -217,6 +237,8 @@ def test_fast_path_is_taken_for_ordinary_documents(monkeypatch: pytest.MonkeyPat
     ],
 )
 def test_inputs_where_libyaml_and_pyyaml_differ_load_as_the_reference(text: str) -> None:
+    """Also documents refused after composing: their error comes from the checks on the
+    libyaml-composed node graph directly, and must be the reference's."""
     _assert_same_as_reference(text)
     _assert_same_as_reference(text, duplicates=True)
 

@@ -421,18 +421,24 @@ def load_yaml_text(
     different value is always an error. ``keep_node=True`` keeps the composed node
     graph in ``LoadedYaml.node`` (for checks on scalar styles, see ``recipes.yaml12``).
 
-    With libyaml, the document is first loaded by ``_FastLoader`` (C events, the same
-    Python composer, checks and constructor). Only a success is taken from it: any
-    refusal, and any text holding a character the two scanners treat differently,
-    is (re)done by the pure-Python ``_BoundedLoader``, so every error, its message
-    and its line are exactly the reference loader's.
+    With libyaml, the document is first composed by ``_FastLoader`` (C events, the
+    same composing logic and limits). Only a composed document is taken from it: any
+    refusal while parsing or composing, and any text holding a character the two
+    scanners treat differently, is (re)done by the pure-Python ``_BoundedLoader``, so
+    its message and line are exactly the reference loader's. A composed node graph
+    is the one the reference composes (``tests/test_safe_yaml_fast.py``), so the
+    checks made on it afterwards (duplicate keys, alias expansion, values) refuse
+    exactly as the reference would, without parsing the text again.
     """
     _check_text_size(text, path)
     if _fast_path_allowed(text):
+        fast = _FastLoader(text)
         try:
-            return _load(_FastLoader(text), path, identical_duplicates, keep_node)
-        except Exception:  # noqa: S110 - the reference loader below decides and reports
-            pass
+            node = fast.get_single_node()
+        except Exception:  # the reference loader below decides and reports
+            fast.dispose()
+        else:
+            return _load(fast, path, identical_duplicates, keep_node, composed=(node,))
     return _load(_reference_loader(text, path), path, identical_duplicates, keep_node)
 
 
@@ -467,10 +473,15 @@ def _reference_loader(text: str, path: str) -> _BoundedLoader:
 
 
 def _load(
-    loader: _BoundedMixin, path: str, identical_duplicates: bool, keep_node: bool
+    loader: _BoundedMixin,
+    path: str,
+    identical_duplicates: bool,
+    keep_node: bool,
+    composed: tuple[yaml.Node | None] | None = None,
 ) -> LoadedYaml:
+    """Compose (unless ``composed`` holds the root already), check and construct."""
     try:
-        node = loader.get_single_node()
+        node = loader.get_single_node() if composed is None else composed[0]
         lines: dict[KeyPath, int] = {}
         if node is None:
             return LoadedYaml(path=path, data=None, lines=lines)
