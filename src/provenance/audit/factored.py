@@ -34,7 +34,8 @@ selection-by-selection audit on real recipes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 
 from provenance.audit.judge import CombinationKey, Outcome
 from provenance.audit.model import FeatureChoice, PdPools, SelectionSet, feature_choice
@@ -101,8 +102,11 @@ class CellAuditor:
         self.renderer = Renderer(recipe, root)
         self._majors: dict[tuple[RoleKey, tuple[str, ...]], FlagSet] = {}
         self._reduced: dict[tuple[int, frozenset[str]], tuple[str, ...]] = {}
+        #: feature part tokens (kept alive by the renderer's memo) -> droppable names
+        self._droppable: dict[int, frozenset[str]] = {}
         self._sig_parts: dict[tuple[str, ...], RenderedPart] = {}
         self._choices: dict[tuple[object, ...], FeatureChoice] = {}
+        self._pick_lists: dict[int, tuple[list[FeaturePick], tuple[FeatureChoice, ...]]] = {}
         self._plain_parts: dict[int, bool] = {}
         self._alone: dict[tuple[object, ...], tuple[frozenset[str], FlagSet] | None] = {}
         self._template_names: dict[RoleKey, frozenset[str] | None] = {}
@@ -211,11 +215,27 @@ class CellAuditor:
         )
         if not reducible or not tokens:
             return tuple(tokens)
-        memo_key = (id(tokens), names)
+        # only the names of the droppable units matter: most shapes share the reduction
+        droppable = self._droppable.get(id(tokens))
+        if droppable is None:
+            droppable = self._droppable[id(tokens)] = self._droppable_names(tokens, units)
+        memo_key = (id(tokens), names & droppable)
         found = self._reduced.get(memo_key)
         if found is None:
             found = self._reduced[memo_key] = self._reduce(tokens, units, names)
         return found
+
+    def _droppable_names(
+        self, tokens: Sequence[str], units: Sequence[tuple[str | None, tuple[str, ...]]]
+    ) -> frozenset[str]:
+        """The flags and config names of the units :meth:`_reduce` may drop."""
+        unit_facts = self.auditor.normaliser.unit_facts
+        names: set[str] = set()
+        for flag, unit in units:
+            fact = unit_facts(unit)
+            if fact.alone and flag is not None:
+                names.update((flag, fact.base))
+        return frozenset(names)
 
     def _reduce(
         self,
@@ -322,21 +342,13 @@ class CellAuditor:
             pair_position = {(p, d): index for index, (p, d, _) in enumerate(cell.pools)}
         for key, key_blocks in blocks.items():
             state = auditor.state(key, model_id)
-            example: Selection | None = None
-            if state.seen.example is None:
-                first_pick, first_pair = min(
-                    (
-                        (position[id(picks[0])], pair_position[pairs[0]] if pairs else 0)
-                        for picks, pairs in key_blocks
-                    ),
+            example: Callable[[], Selection] | None = None
+            if state.seen.example_of is None:
+                first = min(
+                    (position[id(picks[0])], pair_position[pairs[0]] if pairs else 0)
+                    for picks, pairs in key_blocks
                 )
-                pair = cell.pools[first_pair] if cell.pools is not None else None
-                example = cell.selection(
-                    cell.choices[first_pick],
-                    construct(PdSelection, {"prefill": pair[0], "decode": pair[1]})
-                    if pair is not None
-                    else None,
-                )
+                example = partial(_example, cell, *first)
             for picks, pairs in key_blocks:
                 pd_modes = (
                     {p.parallelism for p, _ in pairs} | {d.parallelism for _, d in pairs}
@@ -344,8 +356,9 @@ class CellAuditor:
                     else set()
                 )
                 for declared, declared_picks in self._declared(cell, picks, state.outcome):
+                    choices = self._choices_of(declared_picks)
                     for pd in _products(pairs):
-                        selections = self._set(cell, declared_picks, pd)
+                        selections = self._set(cell, choices, pd)
                         auditor.add_set(
                             state,
                             selections,
@@ -368,7 +381,16 @@ class CellAuditor:
             groups.setdefault(declared, []).append(pick)
         return list(groups.items())
 
-    def _set(self, cell: ShapeCell, picks: list[FeaturePick], pd: PdPools | None) -> SelectionSet:
+    def _choices_of(self, picks: list[FeaturePick]) -> tuple[FeatureChoice, ...]:
+        """The feature choices of ``picks`` (one tuple per list: blocks share their lists)."""
+        found = self._pick_lists.get(id(picks))
+        if found is None or found[0] is not picks:
+            found = self._pick_lists[id(picks)] = (picks, tuple(self._choice(p) for p in picks))
+        return found[1]
+
+    def _set(
+        self, cell: ShapeCell, choices: tuple[FeatureChoice, ...], pd: PdPools | None
+    ) -> SelectionSet:
         return construct(
             SelectionSet,
             {
@@ -379,7 +401,7 @@ class CellAuditor:
                 "kv_offload": cell.kv_offload,
                 "kv_instances": cell.kv_instances,
                 "omni_task": None,
-                "features": tuple(self._choice(p) for p in picks),
+                "features": choices,
                 "pd": pd,
             },
         )
@@ -397,6 +419,13 @@ class CellAuditor:
         """A shape that deploys no process (cannot happen for a real strategy)."""
         key = self.auditor.key_for(model_id, cell.hardware, deploy_type, cell.node_count, ())
         self._tally(cell, model_id, {key: [([pick], None)]})
+
+
+def _example(cell: ShapeCell, pick_index: int, pair_index: int) -> Selection:
+    """The selection of ``cell`` with its ``pick_index``-th feature pick and pool pair."""
+    pair = cell.pools[pair_index] if cell.pools is not None else None
+    pd = construct(PdSelection, {"prefill": pair[0], "decode": pair[1]}) if pair else None
+    return cell.selection(cell.choices[pick_index], pd)
 
 
 def _products(pairs: list[tuple[PdPool, PdPool]] | None) -> list[PdPools | None]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import gc
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
@@ -256,11 +256,22 @@ class _KeyState:
 
 @dataclass
 class _Seen:
-    """Per combination key: how many combinations, one example (for the reverse direction)."""
+    """Per combination key: how many combinations, one example (for the reverse direction).
+
+    The example may be given as a function that builds it: few are ever read.
+    """
 
     count: int = 0
-    example: Selection | None = None
+    example_of: Selection | Callable[[], Selection] | None = None
     pd_modes: set[str] = field(default_factory=set)
+
+    @property
+    def example(self) -> Selection | None:
+        found = self.example_of
+        if found is None or isinstance(found, Selection):
+            return found
+        self.example_of = found = found()
+        return found
 
 
 #: Raw role list of a deployment: (recipe role, major FlagSet) per process, in role order.
@@ -367,7 +378,7 @@ class RecipeAuditor:
         selections: SelectionSet,
         count: int,
         declared: str | None,
-        example: Selection | None,
+        example: Selection | Callable[[], Selection] | None,
         pd_modes: Iterable[str],
     ) -> None:
         """Tally ``count`` combinations (``selections``) that share ``state``'s key."""
@@ -377,8 +388,8 @@ class RecipeAuditor:
         self.hardware_seen.add(hardware)
         seen = state.seen
         seen.count += count
-        if seen.example is None:
-            seen.example = example
+        if seen.example_of is None:
+            seen.example_of = example
         seen.pd_modes.update(pd_modes)
         if outcome.verdict is VerdictKind.RECOMMENDED:
             self.recommended_by_hardware[hardware] += count
@@ -486,10 +497,16 @@ def audit(
     ledger: str | None = None,
     notices: Sequence[str] = (),
     classify: ClassifyFn | None = None,
+    judges: dict[str, Judge] | None = None,
 ) -> AuditReport:
-    """Audit every combination of every recipe against ``graph``."""
+    """Audit every combination of every recipe against ``graph``.
+
+    ``judges`` (recipe ref -> :class:`Judge`) lets several audits against the same
+    ``graph``, normaliser and ``classify`` share each recipe's judgement memos (the
+    base and head of a pull request): missing judges are created and added to it.
+    """
     with _gc_paused():
-        return _audit(recipes, graph, normaliser, declarations, ledger, notices, classify)
+        return _audit(recipes, graph, normaliser, declarations, ledger, notices, classify, judges)
 
 
 @contextmanager
@@ -522,6 +539,7 @@ def _audit(
     ledger: str | None,
     notices: Sequence[str],
     classify: ClassifyFn | None,
+    judges: dict[str, Judge] | None,
 ) -> AuditReport:
     matcher = DeclarationMatcher(declarations or Declarations())
     verdicts: list[VerdictEntry] = []
@@ -531,8 +549,12 @@ def _audit(
     count = 0
     for recipe in recipes:
         # one Judge per recipe: recipes share no checkpoint scope worth memoising across,
-        # and its memos are freed as soon as the recipe is done.
-        judge = Judge(graph, classify or normaliser.classify)
+        # and its memos are freed as soon as the recipe is done (unless ``judges`` keeps it).
+        judge = judges.get(recipe.ref) if judges is not None else None
+        if judge is None:
+            judge = Judge(graph, classify or normaliser.classify)
+            if judges is not None:
+                judges[recipe.ref] = judge
         auditor = RecipeAuditor(recipe.ref, judge, normaliser, matcher)
         if recipe.cells is not None:
             from provenance.audit.factored import audit_cells
