@@ -54,6 +54,7 @@ flag_sets = st.dictionaries(
     st.sampled_from(VOCABULARY), st.sampled_from(("1", "2")), max_size=len(VOCABULARY)
 ).map(FlagSet)
 hardware = st.sampled_from(("b200", "b300"))
+ROLES = ("prefill", "decode", "serve")
 
 
 def _text(flags: FlagSet) -> str:
@@ -83,31 +84,76 @@ def evidence(draw: st.DrawFn) -> tuple[EvidenceRecord, bool]:
 
 
 @st.composite
-def combination_keys(draw: st.DrawFn) -> CombinationKey:
-    if draw(st.booleans()):
-        kind = "single_node"
-        roles = [("serve", tuple(draw(st.lists(flag_sets, min_size=1, max_size=2, unique=True))))]
-    else:
-        kind = "disaggregated"
-        roles = [("prefill", (draw(flag_sets),)), ("decode", (draw(flag_sets),))]
-        roles = draw(st.permutations(roles))
-    return CombinationKey(
-        model_id=NVFP4, hardware=draw(hardware), kind=kind, node_count=None, roles=tuple(roles)
-    )
+def scenarios(draw: st.DrawFn) -> tuple[list[tuple[EvidenceRecord, bool]], list[CombinationKey]]:
+    """Evidence, then combination keys whose flags are often some evidence point's."""
+    records = draw(st.lists(evidence(), max_size=14))
+    seen = [flags for record, _ in records for flags in record.roles.values()]
+    role_flags = st.one_of(flag_sets, st.sampled_from(seen)) if seen else flag_sets
+    keys = []
+    for _ in range(draw(st.integers(1, 12))):
+        kind = draw(st.sampled_from(("single_node", "aggregated_multi_node", "disaggregated")))
+        node_count = None
+        if kind == "disaggregated":
+            roles = draw(
+                st.permutations([("prefill", (draw(role_flags),)), ("decode", (draw(role_flags),))])
+            )
+        else:
+            flagsets = draw(st.lists(role_flags, min_size=1, max_size=2, unique=True))
+            roles = [("serve", tuple(flagsets))]
+            if kind == "aggregated_multi_node":
+                node_count = draw(st.integers(1, 2))
+        keys.append(
+            CombinationKey(
+                model_id=NVFP4,
+                hardware=draw(hardware),
+                kind=kind,
+                node_count=node_count,
+                roles=tuple(roles),
+            )
+        )
+    return records, keys
 
 
-@settings(max_examples=150, deadline=None)
-@given(
-    st.lists(evidence(), min_size=0, max_size=14),
-    st.lists(combination_keys(), min_size=1, max_size=12),
-)
+@settings(max_examples=200, deadline=None)
+@given(scenarios())
 def test_judge_matches_reference_on_random_evidence(
-    records: list[tuple[EvidenceRecord, bool]], keys: list[CombinationKey]
+    scenario: tuple[list[tuple[EvidenceRecord, bool]], list[CombinationKey]],
 ) -> None:
+    records, keys = scenario
     normaliser = StandInNormaliser()
     entries = [entry(100 + i, record, green=green) for i, (record, green) in enumerate(records)]
     graph = graph_of([record for record, _ in records], entries, normaliser)
     assert mismatches(graph, normaliser.classify, keys) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(ROLES), flag_sets), min_size=1, max_size=2),
+    st.lists(st.lists(st.tuples(st.sampled_from(ROLES), flag_sets), max_size=2), min_size=1),
+)
+def test_nearest_combination_matches_reference(
+    evidence_roles: list[tuple[str, FlagSet]], combinations: list[list[tuple[str, FlagSet]]]
+) -> None:
+    """Repeated comparisons (common in real audits across node counts and features) keep
+    the first combination; distance and description are the brute force's."""
+    flat = tuple(dict(evidence_roles).items())
+    candidates = [
+        (
+            CombinationKey(
+                model_id=NVFP4,
+                hardware="b300",
+                kind="disaggregated",
+                node_count=None,
+                roles=tuple((role, (flags,)) for role, flags in dict(roles).items()),
+            ),
+            object(),
+        )
+        for roles in combinations
+    ]
+    got = reverse.nearest_combination(flat, reverse.distinct_combinations(candidates))  # type: ignore[arg-type]
+    want = reference_nearest(flat, reference_distinct(candidates))  # type: ignore[arg-type]
+    assert got[:2] == want[:2]
+    assert got[2] is want[2]
 
 
 # Real data: the whole embedded MiniMax-M3 audit ------------------------------------
