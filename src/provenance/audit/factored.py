@@ -35,6 +35,7 @@ selection-by-selection audit on real recipes.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 
 from provenance.audit.judge import CombinationKey, Outcome
@@ -57,7 +58,6 @@ from provenance.recipes.enumerate import (
 from provenance.recipes.loader import Recipe, RecipesRoot
 from provenance.recipes.rules import recipe_is_omni
 from provenance.recipes.synthesis import (
-    PD_ROLES,
     RenderedPart,
     Renderer,
     RoleKey,
@@ -72,8 +72,30 @@ from provenance.recipes.synthesis import (
 
 _NO_FEATURES = FeaturePick(features=(), picked=(), effective={}, is_default=False)
 
-#: A block of one shape's selections with one combination key: feature choices × pool pairs.
-_Block = tuple[list[FeaturePick], list[tuple[PdPool, PdPool]] | None]
+#: A block of one shape's selections with one combination key: feature choices × pool
+#: pairs (indexes into the shape's pool pairs; None without PD).
+_Block = tuple[list[FeaturePick], list[int] | None]
+
+
+@dataclass(frozen=True)
+class _PoolLayout:
+    """A shape's PD pool pairs as indexes into its distinct pools per role."""
+
+    pools: tuple[tuple[PdPool, PdPool, bool], ...]
+    prefill: list[PdPool]
+    decode: list[PdPool]
+    #: (prefill index, decode index) of each pair, in the shape's pair order
+    pairs: list[tuple[int, int]]
+
+    @classmethod
+    def of(cls, pools: tuple[tuple[PdPool, PdPool, bool], ...]) -> _PoolLayout:
+        index: dict[str, dict[PdPool, int]] = {"prefill": {}, "decode": {}}
+        pairs = []
+        for prefill, decode, _ in pools:
+            p = index["prefill"].setdefault(prefill, len(index["prefill"]))
+            d = index["decode"].setdefault(decode, len(index["decode"]))
+            pairs.append((p, d))
+        return cls(pools, list(index["prefill"]), list(index["decode"]), pairs)
 
 
 def audit_cells(
@@ -106,6 +128,7 @@ class CellAuditor:
         self._droppable: dict[int, frozenset[str]] = {}
         self._sig_parts: dict[tuple[str, ...], RenderedPart] = {}
         self._choices: dict[tuple[object, ...], FeatureChoice] = {}
+        self._layouts: dict[int, _PoolLayout] = {}
         self._pick_lists: dict[int, tuple[list[FeaturePick], tuple[FeatureChoice, ...]]] = {}
         self._plain_parts: dict[int, bool] = {}
         self._alone: dict[tuple[object, ...], tuple[frozenset[str], FlagSet] | None] = {}
@@ -269,19 +292,20 @@ class CellAuditor:
         shape = cell.selection(_NO_FEATURES, None)
         deploy_type = result_deploy_type(self.root, shape)
         model_id = model_id_of(self.recipe, cell.variant)
-        pools: dict[Role, dict[PdPool, list[RoleKey]]] = {}
+        layout: _PoolLayout | None = None
         templates: list[RoleKey]
         if cell.pools is None:
             templates = shape_role_keys(self.recipe, self.root, shape)
         else:
-            for role in PD_ROLES:
-                pools[role] = {}
-            for prefill, decode, _ in cell.pools:
-                for role, pool in (("prefill", prefill), ("decode", decode)):
-                    by_pool = pools[role]
-                    if pool not in by_pool:
-                        by_pool[pool] = pool_role_keys(shape, role, pool)
-            templates = [k for by_pool in pools.values() for keys in by_pool.values() for k in keys]
+            layout = self._layout(cell.pools)
+            roles: tuple[tuple[Role, list[PdPool]], ...] = (
+                ("prefill", layout.prefill),
+                ("decode", layout.decode),
+            )
+            pool_keys = {
+                role: [pool_role_keys(shape, role, pool) for pool in pools] for role, pools in roles
+            }
+            templates = [k for keys in pool_keys.values() for pool in keys for k in pool]
         if not templates:
             for pick in cell.choices:
                 self._tally_single(cell, pick, model_id, deploy_type)
@@ -293,28 +317,30 @@ class CellAuditor:
             by_sig.setdefault(sig, []).append(pick)
         blocks: dict[CombinationKey, list[_Block]] = {}
         for sig, picks in by_sig.items():
-            if cell.pools is None:
+            if layout is None:
                 raw: RawRoles = tuple((t.role, self._major(t, sig, model_id)) for t in templates)
                 key = self.auditor.key_for(
                     model_id, cell.hardware, deploy_type, cell.node_count, raw
                 )
                 blocks.setdefault(key, []).append((picks, None))
                 continue
-            per_pool = {
-                role: {
-                    pool: tuple((t.role, self._major(t, sig, model_id)) for t in keys)
-                    for pool, keys in by_pool.items()
-                }
-                for role, by_pool in pools.items()
-            }
-            buckets: dict[RawRoles, list[tuple[PdPool, PdPool]]] = {}
-            for prefill, decode, _ in cell.pools:
-                raw = per_pool["prefill"][prefill] + per_pool["decode"][decode]
-                buckets.setdefault(raw, []).append((prefill, decode))
+            prefill_raw, decode_raw = (
+                [tuple((t.role, self._major(t, sig, model_id)) for t in keys) for keys in pools]
+                for pools in (pool_keys["prefill"], pool_keys["decode"])
+            )
+            buckets: dict[RawRoles, list[int]] = {}
+            for index, (p, d) in enumerate(layout.pairs):
+                buckets.setdefault(prefill_raw[p] + decode_raw[d], []).append(index)
             for raw, pairs in buckets.items():
                 key = self.auditor.key_for(model_id, cell.hardware, deploy_type, None, raw)
                 blocks.setdefault(key, []).append((picks, pairs))
         self._tally(cell, model_id, blocks)
+
+    def _layout(self, pools: tuple[tuple[PdPool, PdPool, bool], ...]) -> _PoolLayout:
+        found = self._layouts.get(id(pools))
+        if found is None or found.pools is not pools:
+            found = self._layouts[id(pools)] = _PoolLayout.of(pools)
+        return found
 
     def _shape_facts(self, templates: Sequence[RoleKey]) -> tuple[frozenset[str], bool]:
         """The flags and config names the shape's commands set outside the features, and
@@ -337,27 +363,25 @@ class CellAuditor:
     ) -> None:
         auditor = self.auditor
         position = {id(pick): index for index, pick in enumerate(cell.choices)}
-        pair_position: dict[tuple[PdPool, PdPool], int] = {}
-        if cell.pools is not None:
-            pair_position = {(p, d): index for index, (p, d, _) in enumerate(cell.pools)}
+        pools = cell.pools or ()
         for key, key_blocks in blocks.items():
             state = auditor.state(key, model_id)
             example: Callable[[], Selection] | None = None
             if state.seen.example_of is None:
                 first = min(
-                    (position[id(picks[0])], pair_position[pairs[0]] if pairs else 0)
+                    (position[id(picks[0])], pairs[0] if pairs else 0)
                     for picks, pairs in key_blocks
                 )
                 example = partial(_example, cell, *first)
             for picks, pairs in key_blocks:
-                pd_modes = (
-                    {p.parallelism for p, _ in pairs} | {d.parallelism for _, d in pairs}
-                    if pairs
-                    else set()
-                )
+                pd_modes: set[str] = set()
+                if pairs:
+                    for index in pairs:
+                        pd_modes.add(pools[index][0].parallelism)
+                        pd_modes.add(pools[index][1].parallelism)
                 for declared, declared_picks in self._declared(cell, picks, state.outcome):
                     choices = self._choices_of(declared_picks)
-                    for pd in _products(pairs):
+                    for pd in _products(pools, pairs):
                         selections = self._set(cell, choices, pd)
                         auditor.add_set(
                             state,
@@ -428,12 +452,15 @@ def _example(cell: ShapeCell, pick_index: int, pair_index: int) -> Selection:
     return cell.selection(cell.choices[pick_index], pd)
 
 
-def _products(pairs: list[tuple[PdPool, PdPool]] | None) -> list[PdPools | None]:
-    """``pairs`` as a few prefill × decode products (exactly the same pairs)."""
+def _products(
+    pools: Sequence[tuple[PdPool, PdPool, bool]], pairs: list[int] | None
+) -> list[PdPools | None]:
+    """The pool ``pairs`` (indexes into ``pools``) as a few prefill × decode products."""
     if pairs is None:
         return [None]
     by_prefill: dict[PdPool, list[PdPool]] = {}
-    for prefill, decode in pairs:
+    for index in pairs:
+        prefill, decode, _ = pools[index]
         by_prefill.setdefault(prefill, []).append(decode)
     merged: dict[tuple[PdPool, ...], list[PdPool]] = {}
     for prefill, decodes in by_prefill.items():
