@@ -119,16 +119,16 @@ class _RoleIndex:
     provenance: dict[tuple[str, str], FlagProvenance] = field(default_factory=dict)
     flag_reasons: dict[tuple[str, str], Reason | None] = field(default_factory=dict)
     missing: dict[tuple[str, str], Reason] = field(default_factory=dict)
+    #: distinct major FlagSet → its position in :attr:`order`
+    position: dict[FlagSet, int] = field(init=False, repr=False)
+    #: per FlagSet of :attr:`order`: its size, key set and item set (:meth:`distances`)
     _sets: list[tuple[int, frozenset[str], frozenset[tuple[str, str]]]] = field(
-        default_factory=list, repr=False
+        init=False, repr=False
     )
 
-    #: distinct major FlagSet → its position in :attr:`order`
-    position: dict[FlagSet, int] = field(default_factory=dict, repr=False)
-
     def __post_init__(self) -> None:
-        self._sets = [(len(g), g.key_set(), g.item_set()) for g in self.order]
         self.position = {flags: i for i, flags in enumerate(self.order)}
+        self._sets = [(len(g), g.key_set(), g.item_set()) for g in self.order]
 
     @classmethod
     def build(cls, role: str, records: Sequence[IndexedRecord]) -> _RoleIndex:
