@@ -230,35 +230,33 @@ if HAVE_LIBYAML:
                 if anchor is not None:
                     anchors[anchor] = node
                 return node
-            if kind is yaml.SequenceStartEvent:
-                if tag is None or tag == "!":
-                    tag = resolve(yaml.SequenceNode, None, event.implicit)
-                node = yaml.SequenceNode(
-                    tag, [], event.start_mark, None, flow_style=event.flow_style
-                )
-                if anchor is not None:
-                    anchors[anchor] = node
-                items = node.value
-                while not self.check_event(yaml.SequenceEndEvent):
-                    items.append(self._compose(depth + 1))
-            elif kind is yaml.MappingStartEvent:
-                if tag is None or tag == "!":
-                    tag = resolve(yaml.MappingNode, None, event.implicit)
-                node = yaml.MappingNode(
-                    tag, [], event.start_mark, None, flow_style=event.flow_style
-                )
-                if anchor is not None:
-                    anchors[anchor] = node
-                pairs = node.value
-                while not self.check_event(yaml.MappingEndEvent):
-                    key = self._compose(depth + 1)
-                    pairs.append((key, self._compose(depth + 1)))
-            else:  # pragma: no cover - libyaml emits no other event inside a document
+            collection = _COLLECTIONS.get(kind)
+            if collection is None:  # pragma: no cover - no other event inside a document
                 raise _LimitExceededError(f"unexpected YAML event {event}", event.start_mark)
+            node_class, end_event = collection
+            if tag is None or tag == "!":
+                tag = resolve(node_class, None, event.implicit)
+            node = node_class(tag, [], event.start_mark, None, flow_style=event.flow_style)
+            if anchor is not None:
+                anchors[anchor] = node
+            children = node.value
+            if node_class is yaml.SequenceNode:
+                while not self.check_event(end_event):
+                    children.append(self._compose(depth + 1))
+            else:
+                while not self.check_event(end_event):
+                    key = self._compose(depth + 1)
+                    children.append((key, self._compose(depth + 1)))
             end: Any = self.get_event()
             node.end_mark = end.end_mark
             return node
 
+
+#: Collection start event → (node class, end event), for ``_FastLoader._compose``.
+_COLLECTIONS: dict[type[yaml.Event], tuple[type[yaml.CollectionNode], type[yaml.Event]]] = {
+    yaml.SequenceStartEvent: (yaml.SequenceNode, yaml.SequenceEndEvent),
+    yaml.MappingStartEvent: (yaml.MappingNode, yaml.MappingEndEvent),
+}
 
 #: Inputs that go straight to the pure-Python loader: characters libyaml and PyYAML
 #: treat differently (tab as separator, NEL/LS/PS line breaks, a BOM after the start)
