@@ -129,6 +129,10 @@ class CellAuditor:
         self._sig_parts: dict[tuple[str, ...], RenderedPart] = {}
         self._choices: dict[tuple[object, ...], FeatureChoice] = {}
         self._layouts: dict[int, _PoolLayout] = {}
+        self._groupings: dict[
+            tuple[object, ...],
+            tuple[tuple[FeaturePick, ...], dict[tuple[str, ...], list[FeaturePick]]],
+        ] = {}
         self._pick_lists: dict[int, tuple[list[FeaturePick], tuple[FeatureChoice, ...]]] = {}
         self._plain_parts: dict[int, bool] = {}
         self._alone: dict[tuple[object, ...], tuple[frozenset[str], FlagSet] | None] = {}
@@ -310,11 +314,7 @@ class CellAuditor:
             for pick in cell.choices:
                 self._tally_single(cell, pick, model_id, deploy_type)
             return
-        names, reducible = self._shape_facts(templates)
-        by_sig: dict[tuple[str, ...], list[FeaturePick]] = {}
-        for pick in cell.choices:
-            sig = self._signature(templates[0], pick, names, reducible)
-            by_sig.setdefault(sig, []).append(pick)
+        by_sig = self._by_signature(cell, templates)
         blocks: dict[CombinationKey, list[_Block]] = {}
         for sig, picks in by_sig.items():
             if layout is None:
@@ -335,6 +335,31 @@ class CellAuditor:
                 key = self.auditor.key_for(model_id, cell.hardware, deploy_type, None, raw)
                 blocks.setdefault(key, []).append((picks, pairs))
         self._tally(cell, model_id, blocks)
+
+    def _by_signature(
+        self, cell: ShapeCell, templates: list[RoleKey]
+    ) -> dict[tuple[str, ...], list[FeaturePick]]:
+        """The cell's feature picks grouped by their feature signature (shared by the
+        cells with the same picks, feature context and outside names)."""
+        names, reducible = self._shape_facts(templates)
+        first = templates[0]
+        memo_key = (
+            id(cell.choices),
+            first.variant,
+            first.hardware,
+            first.strategy,
+            first.kv_offload,
+            names,
+            reducible,
+        )
+        found = self._groupings.get(memo_key)
+        if found is None or found[0] is not cell.choices:
+            by_sig: dict[tuple[str, ...], list[FeaturePick]] = {}
+            for pick in cell.choices:
+                sig = self._signature(first, pick, names, reducible)
+                by_sig.setdefault(sig, []).append(pick)
+            found = self._groupings[memo_key] = (cell.choices, by_sig)
+        return found[1]
 
     def _layout(self, pools: tuple[tuple[PdPool, PdPool, bool], ...]) -> _PoolLayout:
         found = self._layouts.get(id(pools))

@@ -157,7 +157,7 @@ class _Builder:
             s.startswith("multi_node_") or s == "pd_cluster" for s in self.compatible
         )
         self._hw: dict[str, HardwareView] = {}
-        self.feature_memo: dict[tuple[object, ...], list[FeaturePick]] = {}
+        self.feature_memo: dict[tuple[object, ...], tuple[FeaturePick, ...]] = {}
 
     def hw(self, hardware_id: str) -> HardwareView:
         found = self._hw.get(hardware_id)
@@ -437,15 +437,15 @@ def _feature_choices(
     hardware_id: str,
     strategy: str,
     kv_instances_active: bool,
-) -> list[FeaturePick]:
+) -> tuple[FeaturePick, ...]:
     """Every feature pick offered; the strategy and KV choice matter only through the
     features they allow, so picks are shared by the shapes that allow the same ones."""
     allowed = b.allowed_features(strategy, kv_instances_active)
     memo_key = (variant_key, hardware_id, tuple(allowed), options)
     found = b.feature_memo.get(memo_key)
     if found is None:
-        found = b.feature_memo[memo_key] = _feature_picks(
-            b, options, variant_key, hardware_id, allowed
+        found = b.feature_memo[memo_key] = tuple(
+            _feature_picks(b, options, variant_key, hardware_id, allowed)
         )
     return found
 
@@ -676,10 +676,8 @@ def enumerate_cells(
                     if instances_active:
                         store = root.kv_store[kv]
                         instance_counts = options.kv_instances or (store.default_instances or 2,)
-                    choices = tuple(
-                        _feature_choices(
-                            b, options, variant_key, hardware_id, strategy, instances_active
-                        )
+                    choices = _feature_choices(
+                        b, options, variant_key, hardware_id, strategy, instances_active
                     )
                     for instances in instance_counts:
                         yield ShapeCell(
