@@ -299,17 +299,21 @@ def target_ingest(ctx: Context) -> None:
     prs = _history_prs()
     print(f"ingest: full minimaxm3 history ({len(prs)} PRs from {HISTORY.name})")
     ledger, evidence = ctx.work / "history-ledger", ctx.work / "history-evidence"
+    cache = ctx.work / "history-cache"  # the extraction cache, empty for the first run
+    for stale in (ledger, evidence, cache):
+        if stale.exists():
+            shutil.rmtree(stale)
     argv = ["ingest", "inferencex", str(INFERENCEX), "--model-prefix", "minimaxm3"]
     for pr in prs:
         argv += ["--pr", str(pr)]
-    argv += ["--ledger", str(ledger), "--evidence", str(evidence)]
+    argv += ["--ledger", str(ledger), "--evidence", str(evidence), "--cache-dir", str(cache)]
     log = ctx.work / "ingest.log"
     first = run_child(provenance_argv(*argv), cwd=REPO, stdout=log)
     records = sum(1 for _ in evidence.glob("*/*.json"))
     entries = sum(1 for _ in (ledger / "prs").glob("*.yaml"))
     print(row("first ingest", first, f"{records} records, {entries} ledger entries"))
     again = run_child(provenance_argv(*argv), cwd=REPO, stdout=log)
-    print(row("re-run, nothing new", again, "target < 5 s"))
+    print(row("re-run, nothing new", again, "target < 5 s (extraction cache)"))
 
 
 def target_scaling(ctx: Context) -> None:
