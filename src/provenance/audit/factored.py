@@ -129,6 +129,7 @@ class CellAuditor:
         self._sig_parts: dict[tuple[str, ...], RenderedPart] = {}
         self._choices: dict[tuple[object, ...], FeatureChoice] = {}
         self._layouts: dict[int, _PoolLayout] = {}
+        self._feature_names = _feature_names(recipe)
         self._groupings: dict[
             tuple[object, ...],
             tuple[tuple[FeaturePick, ...], dict[tuple[str, ...], list[FeaturePick]]],
@@ -343,13 +344,13 @@ class CellAuditor:
         cells with the same picks, feature context and outside names)."""
         names, reducible = self._shape_facts(templates)
         first = templates[0]
+        # the grouping depends on the names only through the flags the features write
         memo_key = (
             id(cell.choices),
             first.variant,
             first.hardware,
-            first.strategy,
-            first.kv_offload,
-            names,
+            self.renderer.allowed_features(first),
+            names & self._feature_names,
             reducible,
         )
         found = self._groupings.get(memo_key)
@@ -468,6 +469,24 @@ class CellAuditor:
         """A shape that deploys no process (cannot happen for a real strategy)."""
         key = self.auditor.key_for(model_id, cell.hardware, deploy_type, cell.node_count, ())
         self._tally(cell, model_id, {key: [([pick], None)]})
+
+
+def _feature_names(recipe: Recipe) -> frozenset[str]:
+    """Every flag spelling and config name any feature argument of ``recipe`` may write
+    (a superset of the names of the units a feature signature may drop)."""
+    names: set[str] = set()
+    stack: list[object] = [recipe.spec.model_dump().get("features") or {}]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, str) and item.startswith("-"):
+            head = item.split("=", 1)[0]
+            base = head.lstrip("-").split(".", 1)[0].replace("-", "_")
+            names.update((item, head, base))
+    return frozenset(names)
 
 
 def _example(cell: ShapeCell, pick_index: int, pair_index: int) -> Selection:

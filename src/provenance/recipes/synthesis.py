@@ -746,6 +746,14 @@ class Renderer:
             self._prefix[prefix_key] = parts
         return parts
 
+    def allowed_features(self, key: RoleKey) -> frozenset[str]:
+        """The features whose args ``key``'s deployment renders (strategy and KV gates)."""
+        ctx = self._context(key)
+        allowed = self._allowed.get(id(ctx))
+        if allowed is None:
+            allowed = self._allowed[id(ctx)] = frozenset(_allowed_features(ctx))
+        return allowed
+
     def feature_part(self, key: RoleKey) -> RenderedPart:
         """The feature args of ``key`` (the same for every role of a deployment).
 
@@ -753,9 +761,7 @@ class Renderer:
         these allow, so deployments that allow the same features share one part.
         """
         ctx = self._context(key)
-        allowed = self._allowed.get(id(ctx))
-        if allowed is None:
-            allowed = self._allowed[id(ctx)] = frozenset(_allowed_features(ctx))
+        allowed = self.allowed_features(key)
         features = tuple(f for f in key.features if f in allowed)
         modes = (
             tuple((f, m) for f, m in key.feature_modes if f in allowed) if key.feature_modes else ()
