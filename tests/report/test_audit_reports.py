@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from pydantic import ValidationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "audit"))
 
@@ -145,9 +146,16 @@ def test_json_stream_equals_model_dump(tmp_path: Path) -> None:
         for i in flag["evidence"]
     ]
     assert cited and set(cited) == {r.record for r in report.records}
-    # without the index the model round-trips
+    # the JSON reads back into the same report (indexes resolved through records),
+    # and so does the form without indexes
+    assert AuditReport.model_validate_json(out.getvalue()) == report
     again = AuditReport.model_validate_json(report.model_dump_json(by_alias=True))
     assert again == report
+    # an index outside the table is refused
+    broken = json.loads(out.getvalue())
+    broken["verdicts"][0]["roles"][0]["flags"][0]["evidence"] = [len(records)]
+    with pytest.raises(ValidationError):
+        AuditReport.model_validate(broken)
 
 
 def test_text_report_groups_and_counts(tmp_path: Path) -> None:

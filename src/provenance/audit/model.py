@@ -352,6 +352,61 @@ class AuditReport(BaseModel):
     reverse: tuple[ReverseEntry, ...] = ()
     claims: tuple[Claim, ...] = ()
 
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_record_indexes(cls, data: Any) -> Any:
+        """Read the JSON form back: a flag's evidence indexes become references again."""
+        if not isinstance(data, dict) or not data.get("records"):
+            return data
+        table = [
+            r if isinstance(r, dict) else r.model_dump() if isinstance(r, BaseModel) else r
+            for r in data["records"]
+        ]
+        verdicts = data.get("verdicts") or ()
+        if not any(
+            isinstance(ref, int)
+            for entry in verdicts
+            if isinstance(entry, dict)
+            for role in entry.get("roles") or ()
+            if isinstance(role, dict)
+            for flag in role.get("flags") or ()
+            if isinstance(flag, dict)
+            for ref in flag.get("evidence") or ()
+        ):
+            return data
+
+        def resolve(ref: Any) -> Any:
+            if isinstance(ref, int) and not isinstance(ref, bool) and 0 <= ref < len(table):
+                row = table[ref]
+                if isinstance(row, dict):
+                    return {"record": row.get("record"), "prs": row.get("prs", ())}
+            return ref  # left for validation to refuse
+
+        data = dict(data)
+        data["verdicts"] = [
+            {
+                **entry,
+                "roles": [
+                    {
+                        **role,
+                        "flags": [
+                            {**flag, "evidence": [resolve(r) for r in flag.get("evidence") or ()]}
+                            if isinstance(flag, dict)
+                            else flag
+                            for flag in role.get("flags") or ()
+                        ],
+                    }
+                    if isinstance(role, dict)
+                    else role
+                    for role in entry.get("roles") or ()
+                ],
+            }
+            if isinstance(entry, dict)
+            else entry
+            for entry in verdicts
+        ]
+        return data
+
     def record_index(self) -> dict[str, int]:
         """``{record id: index in records}``, the serialisation context of the JSON report."""
         return {summary.record: index for index, summary in enumerate(self.records)}
