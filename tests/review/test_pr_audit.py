@@ -85,22 +85,28 @@ def test_added_flag_is_listed_everywhere_it_newly_appears(tmp_path: Path) -> Non
     after = _roles_with(result.head_report)
     gained = {sel for sel, roles in after.items() if roles - before.get(sel, set())}
     assert gained, "the PR adds the flag somewhere"
-    changed = {c.selection for c in diff.changes if c.kind == "flags-changed"}
+    changes = list(diff.iter_changes())
+    changed = {c.selection for c in changes if c.kind == "flags-changed"}
     assert changed == gained
-    for change in diff.changes:
+    for change in changes:
         added = {role for role, flags in change.flags.added.items() if INDEXER in flags.items()}
         assert added == after[change.selection] - before.get(change.selection, set())
     # pd_cluster on Blackwell had the flag already (strategy override): not a change ...
     assert any(s.strategy == "pd_cluster" and s.hardware == "b200" for s in after.keys() - gained)
     # ... but the lens lists every combination and role in which the flag now appears.
     entry = {(e.key, e.value): e for e in diff.lens}[INDEXER]
-    occurrences = {(o.selection, o.role) for o in entry.occurrences}
-    assert occurrences == {(sel, role) for sel, roles in after.items() for role in roles}
-    assert {o.selection.hardware for o in entry.occurrences} == {"b200", "h200"}
-    assert entry.evidenced == 0 and entry.unevidenced == len(entry.occurrences)
+    occurrences = [
+        (sel, role.role)
+        for o in entry.occurrences
+        for sel in o.iter_selections()
+        for role in o.roles
+    ]
+    assert set(occurrences) == {(sel, role) for sel, roles in after.items() for role in roles}
+    assert {sel.hardware for sel, _ in occurrences} == {"b200", "h200"}
+    assert entry.evidenced == 0 and entry.unevidenced == len(occurrences)
     # The gate blocks: guide-only combinations now carry an unevidenced major flag.
     assert not diff.gate.passed
-    assert {c.block_reason for c in diff.changes if c.blocking} == {"new-unevidenced-flag"}
+    assert {c.block_reason for c in changes if c.blocking} == {"new-unevidenced-flag"}
     assert diff.gate.blocking == len(gained)
 
 
@@ -185,12 +191,10 @@ def test_history_replay_pr682_adds_indexer_to_nvfp4_and_mxfp8(tmp_path: Path) ->
         )
     ).diff
     entry = next(e for e in diff.lens if (e.key, e.value) == INDEXER)
-    variants = {o.selection.variant for o in entry.occurrences}
-    assert variants == {"nvfp4", "mxfp8"}
+    selections = [sel for o in entry.occurrences for sel in o.iter_selections()]
+    assert {sel.variant for sel in selections} == {"nvfp4", "mxfp8"}
     # mxfp8 now carries the flag on AMD hardware too: where the unverified cross-product hides.
-    assert ("mxfp8", "mi355x") in {
-        (o.selection.variant, o.selection.hardware) for o in entry.occurrences
-    }
+    assert ("mxfp8", "mi355x") in {(sel.variant, sel.hardware) for sel in selections}
     assert not diff.gate.passed
 
 
@@ -218,7 +222,7 @@ def test_cli_pr_audit_gate_exit_codes_and_formats(tmp_path: Path) -> None:
     assert "`attention_config.indexer_kv_dtype=fp8`" in result.output
     result = runner.invoke(cli, [*common, "--format", "json"])
     assert result.exit_code == 1
-    assert '"schema":"provenance.diff/v1"' in result.output.replace(" ", "")
+    assert '"schema":"provenance.diff/v2"' in result.output.replace(" ", "")
     _ledger(
         tmp_path,
         [

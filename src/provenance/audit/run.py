@@ -7,11 +7,13 @@ no ``--ledger``/``--evidence``) are resolved by :func:`default_inputs` alone.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from provenance.audit.judge import Judge
 from provenance.audit.model import AuditReport
 from provenance.audit.validator import (
     CellSource,
@@ -164,21 +166,56 @@ def recipe_inputs(resolved: ResolvedInputs, filters: AuditFilters) -> list[Recip
     return inputs
 
 
-def run_audit(inputs: AuditInputs, filters: AuditFilters) -> AuditReport:
-    """Load everything, audit every combination, return the report."""
+@dataclass
+class LoadedEvidence:
+    """A ledger and evidence store loaded once, with the normaliser and judges that go with
+    them: audits sharing it (the base and head of a pull request) load the graph once and
+    reuse the normaliser's and each recipe's judge memos."""
+
+    ledger: Path
+    evidence: Path
+    normaliser: PolicyNormaliser
+    graph: EvidenceGraph
+    declarations: Declarations
+    judges: dict[str, Judge] = field(default_factory=dict)
+
+
+class EvidenceCache:
+    """Loads the evidence graph on first use and hands it to every later audit of the same
+    ``--ledger``/``--evidence`` (another pair of directories is loaded afresh)."""
+
+    def __init__(self) -> None:
+        self._loaded: LoadedEvidence | None = None
+
+    def load(self, ledger: Path, evidence: Path) -> LoadedEvidence:
+        found = self._loaded
+        if found is None or (found.ledger, found.evidence) != (ledger, evidence):
+            normaliser = PolicyNormaliser()
+            graph, declarations = load_graph(ledger, evidence, normaliser)
+            found = self._loaded = LoadedEvidence(ledger, evidence, normaliser, graph, declarations)
+        return found
+
+
+def run_audit(
+    inputs: AuditInputs, filters: AuditFilters, shared: EvidenceCache | None = None
+) -> AuditReport:
+    """Load everything, audit every combination, return the report.
+
+    With ``shared``, the evidence graph, normaliser and judges come from (and stay in) it.
+    """
     resolved = default_inputs(inputs)
-    normaliser = PolicyNormaliser()
-    graph, declarations = load_graph(resolved.ledger, resolved.evidence, normaliser)
+    loaded = (shared or EvidenceCache()).load(resolved.ledger, resolved.evidence)
     notices = []
-    if not graph.records:
+    if not loaded.graph.records:
         notices.append(f"no evidence records in {resolved.evidence}: nothing can be recommended")
     return audit(
         recipe_inputs(resolved, filters),
-        graph,
-        normaliser,
-        declarations,
+        loaded.graph,
+        loaded.normaliser,
+        loaded.declarations,
         ledger=str(resolved.ledger),
         notices=notices,
+        judges=loaded.judges,
     )
 
 

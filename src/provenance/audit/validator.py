@@ -505,12 +505,12 @@ def audit(
     ``graph``, normaliser and ``classify`` share each recipe's judgement memos (the
     base and head of a pull request): missing judges are created and added to it.
     """
-    with _gc_paused():
+    with gc_paused():
         return _audit(recipes, graph, normaliser, declarations, ledger, notices, classify, judges)
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector: the audit allocates many long-lived objects and
     no cycles, and repeated full collections over them cost more than the audit itself.
 

@@ -94,9 +94,15 @@ class HtmlDiff(BaseModel):
     @classmethod
     def from_review(cls, review: DiffReport) -> HtmlDiff:
         """The changes of a base/head audit diff (``provenance.review.diff``)."""
-        changes = {c.selection.label(): ChangeKind(c.kind) for c in review.changes}
-        removed = tuple(c.selection for c in review.changes if c.kind == "removed")
-        return cls(base=review.base, head=review.head, changes=changes, removed=removed)
+        changes: dict[str, ChangeKind] = {}
+        removed: list[Selection] = []
+        for group in review.changes:
+            kind = ChangeKind(group.kind)
+            for selection in group.iter_selections():
+                changes[selection.label()] = kind
+                if kind is ChangeKind.REMOVED:
+                    removed.append(selection)
+        return cls(base=review.base, head=review.head, changes=changes, removed=tuple(removed))
 
 
 class _Table:

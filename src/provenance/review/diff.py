@@ -13,28 +13,42 @@ Pure functions over two :class:`~provenance.audit.model.AuditReport` objects:
   base and guide-only now, or guide-only in both but now carrying a major flag
   (or value) that no evidence in scope sets — a PR must not hide a new
   unverified flag behind combinations that were unverified for other reasons.
+
+A combination's change depends only on the verdict entry holding it in the base
+and the one holding it in the head: kind, flag changes, verdicts, reasons and
+gate decision are the same for every combination of such a pair. So the diff
+pairs entries, not selections: each selection is keyed by a tuple of small
+integers (shape, feature choice, pool pair), a head :class:`SelectionSet` whose
+selections all sit in one base entry is taken whole, and each changed pair
+becomes one :class:`ChangeGroup` listing its combinations as selection sets
+(``ChangeGroup.iter_changes`` gives them back one :class:`CombinationChange`
+each). ``tests/review/test_diff_equivalence.py`` proves the result equal to the
+selection-by-selection diff on the whole MiniMax-M3 cross-product.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterator
-from typing import Literal
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from provenance.audit.model import (
     AuditReport,
     EvidenceRef,
+    FeatureChoice,
     NearestEvidence,
+    PdPools,
     Reason,
     RoleFlags,
+    SelectionSet,
     VerdictEntry,
     VerdictKind,
 )
-from provenance.recipes.combination import Selection
+from provenance.recipes.combination import PdPool, Selection, construct
 
-DIFF_SCHEMA: Literal["provenance.diff/v1"] = "provenance.diff/v1"
+DIFF_SCHEMA: Literal["provenance.diff/v2"] = "provenance.diff/v2"
 
 ChangeKind = Literal["new", "removed", "verdict-changed", "flags-changed"]
 
@@ -56,11 +70,12 @@ class FlagChanges(BaseModel):
         return not (self.added or self.changed or self.removed)
 
 
-class CombinationChange(BaseModel):
+class _Change(BaseModel):
+    """How combinations changed (the fields a change group shares with each combination)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     recipe: str
-    selection: Selection
     kind: ChangeKind
     base_verdict: VerdictKind | None = None
     head_verdict: VerdictKind | None = None
@@ -74,18 +89,62 @@ class CombinationChange(BaseModel):
     block_reason: str | None = None
 
 
-class LensOccurrence(BaseModel):
+class CombinationChange(_Change):
+    """How one combination changed (one selection of a :class:`ChangeGroup`)."""
+
+    selection: Selection
+
+
+class ChangeGroup(_Change):
+    """Combinations of one recipe that changed the same way (``combinations`` of them,
+    listed as ``selections`` cross-products): same kind, verdicts, flag changes,
+    reasons, nearest evidence, declaration and gate decision."""
+
+    combinations: int
+    selections: tuple[SelectionSet, ...]
+
+    def iter_selections(self) -> Iterator[Selection]:
+        for selection_set in self.selections:
+            yield from selection_set.selections()
+
+    def iter_changes(self) -> Iterator[CombinationChange]:
+        """The group one combination at a time."""
+        shared = {name: getattr(self, name) for name in _Change.model_fields}
+        for selection in self.iter_selections():
+            yield construct(CombinationChange, {**shared, "selection": selection})
+
+
+class LensRole(BaseModel):
+    """A role in which the lens flag appears, with the evidence for it there (none: absent)."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    recipe: str
-    selection: Selection
     role: str
-    verdict: VerdictKind
     evidence: tuple[EvidenceRef, ...] = ()
 
 
+class LensOccurrence(BaseModel):
+    """Head combinations (``combinations`` of them, listed as ``selections``) with one
+    verdict entry, and the roles in which a lens flag appears in each of them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    recipe: str
+    verdict: VerdictKind
+    combinations: int
+    selections: tuple[SelectionSet, ...]
+    roles: tuple[LensRole, ...]
+
+    def iter_selections(self) -> Iterator[Selection]:
+        for selection_set in self.selections:
+            yield from selection_set.selections()
+
+
 class LensEntry(BaseModel):
-    """One major ``key=value`` the PR adds or changes, and everywhere it now appears."""
+    """One major ``key=value`` the PR adds or changes, and everywhere it now appears.
+
+    ``evidenced`` and ``unevidenced`` count (combination, role) pairs.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -118,25 +177,19 @@ class DiffSummary(BaseModel):
 class DiffReport(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
-    schema_: Literal["provenance.diff/v1"] = Field(default=DIFF_SCHEMA, alias="schema")
+    schema_: Literal["provenance.diff/v2"] = Field(default=DIFF_SCHEMA, alias="schema")
     base: str
     head: str
     recipes: tuple[str, ...]
     summary: DiffSummary
-    changes: tuple[CombinationChange, ...]
+    changes: tuple[ChangeGroup, ...]
     lens: tuple[LensEntry, ...]
     gate: GateResult
 
-
-_Key = tuple[str, Selection]
-
-
-def _expand(report: AuditReport | None) -> Iterator[tuple[_Key, VerdictEntry]]:
-    if report is None:
-        return
-    for entry in report.verdicts:
-        for selection in entry.iter_selections():
-            yield (entry.recipe, selection), entry
+    def iter_changes(self) -> Iterator[CombinationChange]:
+        """Every changed combination, one at a time."""
+        for group in self.changes:
+            yield from group.iter_changes()
 
 
 def _role_flags(roles: tuple[RoleFlags, ...]) -> RoleFlagMap:
@@ -149,6 +202,11 @@ def _role_flags(roles: tuple[RoleFlags, ...]) -> RoleFlagMap:
 
 def _unevidenced(roles: tuple[RoleFlags, ...]) -> set[tuple[str, str, str]]:
     return {(r.role, f.key, f.value) for r in roles for f in r.flags if not f.evidence}
+
+
+def _carried(before: VerdictEntry) -> set[tuple[str, str, str]]:
+    """Flags the base already carried (evidenced or not): not new to this PR."""
+    return {(r.role, f.key, f.value) for r in before.roles for f in r.flags}
 
 
 def _flag_changes(base: RoleFlagMap, head: RoleFlagMap) -> FlagChanges:
@@ -166,7 +224,358 @@ def _flag_changes(base: RoleFlagMap, head: RoleFlagMap) -> FlagChanges:
             removed[role] = minus
         if moved:
             changed[role] = moved
-    return FlagChanges(added=added, changed=changed, removed=removed)
+    return construct(FlagChanges, {"added": added, "changed": changed, "removed": removed})
+
+
+#: A selection as (shape id, feature-choice id, pool-pair id); pool-pair 0 = no PD.
+_Key = tuple[int, int, int]
+_PoolKey = tuple[int, str, int, str]
+#: A selection set as (shape id, feature-choice ids, pool-pair ids).
+_SetKey = tuple[int, tuple[int, ...], tuple[int, ...]]
+
+
+def _expand(set_key: _SetKey) -> list[_Key]:
+    """The keys of the set's selections, in ``SelectionSet.selections`` order."""
+    shape, choices, pools = set_key
+    return [(shape, c, p) for c in choices for p in pools]
+
+
+class _Keys:
+    """Interns the parts of selections of both sides, so that a selection's key is three
+    small integers (cheap to build, hash and compare) and a key can be turned back into
+    a :class:`SelectionSet`. Equal keys mean equal selections (``Selection.__eq__``)."""
+
+    def __init__(self) -> None:
+        self._shape_ids: dict[tuple[object, ...], int] = {}
+        self.shapes: list[tuple[str, dict[str, Any]]] = []
+        self._choice_ids: dict[tuple[object, ...], int] = {}
+        self.choices: list[FeatureChoice] = []
+        self._pool_ids: dict[_PoolKey, int] = {}
+        #: pool-pair id (from 1) -> (prefill pool, decode pool)
+        self.pools: dict[int, tuple[PdPool, PdPool]] = {}
+        self._by_object: dict[int, tuple[object, tuple[int, ...]]] = {}
+
+    def set_key(self, recipe: str, selections: SelectionSet) -> _SetKey:
+        """(shape, feature choices, pool pairs) of a set: equal keys, equal sets."""
+        shape = self._shape(recipe, selections)
+        choices = tuple([self._choice(c) for c in selections.features])
+        pools = self._pools(selections.pd) if selections.pd is not None else (0,)
+        return (shape, choices, pools)
+
+    def _shape(self, recipe: str, s: SelectionSet) -> int:
+        key = (
+            recipe,
+            s.variant,
+            s.hardware,
+            s.strategy,
+            s.node_count,
+            s.kv_offload,
+            s.kv_instances,
+            s.omni_task,
+        )
+        found = self._shape_ids.get(key)
+        if found is None:
+            found = self._shape_ids[key] = len(self.shapes)
+            fields = {
+                "variant": s.variant,
+                "hardware": s.hardware,
+                "strategy": s.strategy,
+                "node_count": s.node_count,
+                "kv_offload": s.kv_offload,
+                "kv_instances": s.kv_instances,
+                "omni_task": s.omni_task,
+            }
+            self.shapes.append((recipe, fields))
+        return found
+
+    def _choice(self, choice: FeatureChoice) -> int:
+        # The factored audit shares FeatureChoice objects: look them up by identity first
+        # (the object is kept alive here, so its id cannot be reused).
+        known = self._by_object.get(id(choice))
+        if known is not None and known[0] is choice:
+            return known[1][0]
+        key = (choice.features, tuple(sorted(choice.feature_modes.items())))
+        found = self._choice_ids.get(key)
+        if found is None:
+            found = self._choice_ids[key] = len(self.choices)
+            self.choices.append(choice)
+        self._by_object[id(choice)] = (choice, (found,))
+        return found
+
+    def _pools(self, pd: PdPools) -> tuple[int, ...]:
+        known = self._by_object.get(id(pd))
+        if known is not None and known[0] is pd:
+            return tuple(known[1])  # a tuple already: stored by this method
+        ids = []
+        for prefill in pd.prefill:
+            for decode in pd.decode:
+                key = (prefill.nodes, prefill.parallelism, decode.nodes, decode.parallelism)
+                found = self._pool_ids.get(key)
+                if found is None:
+                    found = self._pool_ids[key] = len(self.pools) + 1
+                    self.pools[found] = (prefill, decode)
+                ids.append(found)
+        found_ids = tuple(ids)
+        self._by_object[id(pd)] = (pd, found_ids)
+        return found_ids
+
+    def sets(self, keys: Sequence[_Key]) -> list[SelectionSet]:
+        """``keys`` (distinct) as few selection sets: per shape, the feature choices with
+        the same pool pairs share one set, whose pools are one product when they form one."""
+        by_shape: dict[int, dict[int, list[int]]] = {}
+        for shape, choice, pool in keys:
+            by_shape.setdefault(shape, {}).setdefault(choice, []).append(pool)
+        out: list[SelectionSet] = []
+        for shape, choices in by_shape.items():
+            by_pools: dict[tuple[int, ...], list[int]] = {}
+            for choice, pool_list in choices.items():
+                by_pools.setdefault(tuple(pool_list), []).append(choice)
+            for pools, choice_ids in by_pools.items():
+                features = tuple(self.choices[c] for c in choice_ids)
+                for pd in self._pd_blocks(pools):
+                    out.append(self._set(shape, features, pd))
+        return out
+
+    def _pd_blocks(self, pools: tuple[int, ...]) -> list[PdPools | None]:
+        if pools == (0,):
+            return [None]
+        pairs = [self.pools[p] for p in pools]
+        prefill = {(p.nodes, p.parallelism): p for p, _ in pairs}
+        decode = {(d.nodes, d.parallelism): d for _, d in pairs}
+        if len(prefill) * len(decode) == len(pairs):  # distinct pairs: the whole product
+            return [
+                construct(
+                    PdPools, {"prefill": tuple(prefill.values()), "decode": tuple(decode.values())}
+                )
+            ]
+        return [construct(PdPools, {"prefill": (p,), "decode": (d,)}) for p, d in pairs]
+
+    def _set(
+        self, shape: int, features: tuple[FeatureChoice, ...], pd: PdPools | None
+    ) -> SelectionSet:
+        fields = self.shapes[shape][1]
+        return construct(SelectionSet, {**fields, "features": features, "pd": pd})
+
+
+@dataclass
+class _Pair:
+    """The combinations held by one base entry (``None``: new) and one head entry
+    (``None``: removed), and how they changed."""
+
+    change: dict[str, Any]
+    recipe: str
+    sets: list[SelectionSet] = field(default_factory=list)
+    loose: list[_Key] = field(default_factory=list)
+    count: int = 0
+
+
+class _Differ:
+    def __init__(self, base: Sequence[VerdictEntry], head: Sequence[VerdictEntry]) -> None:
+        self.base = base
+        self.head = head
+        self.keys = _Keys()
+        self.pairs: dict[tuple[int | None, int | None], _Pair | None] = {}
+        self.lens_keys: set[tuple[str, str]] = set()
+        # Entries of an audit share their RoleFlags objects (one per judged role): the
+        # memos below are keyed by the identities of an entry's roles (all kept alive by
+        # the reports being compared).
+        self._flags: dict[tuple[int, ...], RoleFlagMap] = {}
+        self._changes: dict[tuple[tuple[int, ...], tuple[int, ...]], FlagChanges] = {}
+        self._new_flags: dict[tuple[int, ...], set[tuple[str, str, str]]] = {}
+
+    def flags(self, side: bool, index: int) -> RoleFlagMap:
+        roles = (self.head if side else self.base)[index].roles
+        key = tuple(map(id, roles))
+        found = self._flags.get(key)
+        if found is None:
+            found = self._flags[key] = _role_flags(roles)
+        return found
+
+    def flag_changes(self, before: int, after: int) -> FlagChanges:
+        key = (tuple(map(id, self.base[before].roles)), tuple(map(id, self.head[after].roles)))
+        found = self._changes.get(key)
+        if found is None:
+            found = _flag_changes(self.flags(False, before), self.flags(True, after))
+            self._changes[key] = found
+        return found
+
+    def new_unevidenced(self, old: VerdictEntry, entry: VerdictEntry) -> bool:
+        """Does ``entry`` carry an unevidenced major flag that ``old`` did not carry?"""
+        key = (*map(id, old.roles), -1, *map(id, entry.roles))
+        found = self._new_flags.get(key)
+        if found is None:
+            found = self._new_flags[key] = _unevidenced(entry.roles) - _carried(old)
+        return bool(found)
+
+    def pair(self, before: int | None, after: int | None) -> _Pair | None:
+        """The pair of these entries, or None when its combinations did not change."""
+        key = (before, after)
+        if key in self.pairs:
+            return self.pairs[key]
+        change = self._change(before, after)
+        found = None
+        if change is not None:
+            recipe = (self.head[after] if after is not None else self.base[before or 0]).recipe
+            found = _Pair(change=change, recipe=recipe)
+        self.pairs[key] = found
+        return found
+
+    def _change(self, before: int | None, after: int | None) -> dict[str, Any] | None:
+        if after is None:
+            assert before is not None
+            old = self.base[before]
+            return {
+                "kind": "removed",
+                "base_verdict": old.verdict,
+                "head_verdict": None,
+                "flags": construct(
+                    FlagChanges,
+                    {"added": {}, "changed": {}, "removed": self.flags(False, before)},
+                ),
+                "reasons": (),
+                "nearest": (),
+                "declared_by": None,
+                "blocking": False,
+                "block_reason": None,
+            }
+        entry = self.head[after]
+        head_flags = self.flags(True, after)
+        guide_only = entry.verdict is VerdictKind.GUIDE_ONLY
+        shared = {
+            "head_verdict": entry.verdict,
+            "reasons": entry.reasons,
+            "nearest": entry.nearest,
+            "declared_by": entry.declared_by,
+        }
+        if before is None:
+            for role_flags in head_flags.values():
+                self.lens_keys.update(role_flags.items())
+            blocking = guide_only and entry.declared_by is None
+            return {
+                "kind": "new",
+                "base_verdict": None,
+                "flags": construct(
+                    FlagChanges, {"added": head_flags, "changed": {}, "removed": {}}
+                ),
+                "blocking": blocking,
+                "block_reason": "new-guide-only" if blocking else None,
+                **shared,
+            }
+        old = self.base[before]
+        if old.roles is entry.roles and old.verdict is entry.verdict:
+            return None  # one outcome of a judge shared by both audits: nothing changed
+        flags = self.flag_changes(before, after)
+        for role_flags in flags.added.values():
+            self.lens_keys.update(role_flags.items())
+        for role_changes in flags.changed.values():
+            self.lens_keys.update((k, new) for k, (_old, new) in role_changes.items())
+        verdict_changed = old.verdict is not entry.verdict
+        if not verdict_changed and flags.empty:
+            return None
+        block_reason: str | None = None
+        if guide_only and entry.declared_by is None:
+            if old.verdict is VerdictKind.RECOMMENDED:
+                block_reason = "regressed-verdict"
+            elif self.new_unevidenced(old, entry):
+                block_reason = "new-unevidenced-flag"
+        return {
+            "kind": "verdict-changed" if verdict_changed else "flags-changed",
+            "base_verdict": old.verdict,
+            "flags": flags,
+            "blocking": block_reason is not None,
+            "block_reason": block_reason,
+            **shared,
+        }
+
+    def run(self) -> tuple[list[ChangeGroup], int, int]:
+        """The change groups, and the number of base and head combinations.
+
+        A head selection set equal to a base one (same shape, feature choices and
+        pools: the usual case, both audits cut a shape the same way) is paired whole;
+        only the other sets are compared selection by selection. Each selection is in
+        one set per side, so a selection of an unmatched head set can only be in an
+        unmatched base set.
+        """
+        keys = self.keys
+        base_sets: list[tuple[int, SelectionSet, _SetKey]] = []
+        base_by_key: dict[_SetKey, int] = {}
+        base_count = head_count = 0
+        for index, entry in enumerate(self.base):
+            for selection_set in entry.selections:
+                set_key = keys.set_key(entry.recipe, selection_set)
+                base_count += len(set_key[1]) * len(set_key[2])
+                base_by_key[set_key] = len(base_sets)
+                base_sets.append((index, selection_set, set_key))
+        matched = [False] * len(base_sets)
+        rest: list[tuple[int, SelectionSet, _SetKey]] = []
+        for index, entry in enumerate(self.head):
+            for selection_set in entry.selections:
+                set_key = keys.set_key(entry.recipe, selection_set)
+                count = len(set_key[1]) * len(set_key[2])
+                head_count += count
+                position = base_by_key.get(set_key)
+                if position is not None and not matched[position]:
+                    matched[position] = True
+                    self._take(base_sets[position][0], index, selection_set, count)
+                else:
+                    rest.append((index, selection_set, set_key))
+        base_where: dict[_Key, int] = {}
+        for position, (index, _, set_key) in enumerate(base_sets):
+            if not matched[position]:
+                base_where.update(dict.fromkeys(_expand(set_key), index))
+        head_where: set[_Key] = set()
+        lookup = base_where.get
+        for index, selection_set, set_key in rest:
+            selection_keys = _expand(set_key)
+            if not selection_keys:
+                continue
+            head_where.update(selection_keys)
+            befores = [lookup(k) for k in selection_keys]
+            if befores.count(befores[0]) == len(befores):
+                self._take(befores[0], index, selection_set, len(selection_keys))
+            else:
+                for key, before in zip(selection_keys, befores, strict=True):
+                    self._take_one(before, index, key)
+        for position, (index, selection_set, set_key) in enumerate(base_sets):
+            if matched[position]:
+                continue
+            selection_keys = _expand(set_key)
+            gone = [k for k in selection_keys if k not in head_where]
+            if not gone:
+                continue
+            if len(gone) == len(selection_keys):
+                self._take(index, None, selection_set, len(selection_keys))
+            else:
+                for key in gone:
+                    self._take_one(index, None, key)
+        groups = [self._group(pair) for pair in self.pairs.values() if pair is not None]
+        return groups, base_count, head_count
+
+    def _take(
+        self, before: int | None, after: int | None, selections: SelectionSet, count: int
+    ) -> None:
+        pair = self.pair(before, after)
+        if pair is not None and count:
+            pair.sets.append(selections)
+            pair.count += count
+
+    def _take_one(self, before: int | None, after: int | None, key: _Key) -> None:
+        pair = self.pair(before, after)
+        if pair is not None:
+            pair.loose.append(key)
+            pair.count += 1
+
+    def _group(self, pair: _Pair) -> ChangeGroup:
+        sets = [*pair.sets, *self.keys.sets(pair.loose)]
+        return construct(
+            ChangeGroup,
+            {
+                "recipe": pair.recipe,
+                "combinations": pair.count,
+                "selections": tuple(sets),
+                **pair.change,
+            },
+        )
 
 
 def diff_reports(
@@ -177,143 +586,113 @@ def diff_reports(
     head_label: str,
 ) -> DiffReport:
     """Compare two audits of the same recipes; ``base`` None means the recipes are new."""
-    base_map = dict(_expand(base))
-    head_map = dict(_expand(head))
-    changes: list[CombinationChange] = []
-    lens_keys: set[tuple[str, str]] = set()
-
-    for key, entry in head_map.items():
-        recipe, selection = key
-        before = base_map.get(key)
-        head_flags = _role_flags(entry.roles)
-        guide_only = entry.verdict is VerdictKind.GUIDE_ONLY
-        if before is None:
-            for role_flags in head_flags.values():
-                lens_keys.update(role_flags.items())
-            blocking = guide_only and entry.declared_by is None
-            changes.append(
-                CombinationChange(
-                    recipe=recipe,
-                    selection=selection,
-                    kind="new",
-                    head_verdict=entry.verdict,
-                    flags=FlagChanges(added=head_flags),
-                    reasons=entry.reasons,
-                    nearest=entry.nearest,
-                    declared_by=entry.declared_by,
-                    blocking=blocking,
-                    block_reason="new-guide-only" if blocking else None,
-                )
-            )
-            continue
-        flags = _flag_changes(_role_flags(before.roles), head_flags)
-        for role_flags in flags.added.values():
-            lens_keys.update(role_flags.items())
-        for role_changes in flags.changed.values():
-            lens_keys.update((k, new) for k, (_old, new) in role_changes.items())
-        verdict_changed = before.verdict is not entry.verdict
-        if not verdict_changed and flags.empty:
-            continue
-        block_reason: str | None = None
-        if guide_only and entry.declared_by is None:
-            if before.verdict is VerdictKind.RECOMMENDED:
-                block_reason = "regressed-verdict"
-            elif _unevidenced(entry.roles) - _carried(before):
-                block_reason = "new-unevidenced-flag"
-        changes.append(
-            CombinationChange(
-                recipe=recipe,
-                selection=selection,
-                kind="verdict-changed" if verdict_changed else "flags-changed",
-                base_verdict=before.verdict,
-                head_verdict=entry.verdict,
-                flags=flags,
-                reasons=entry.reasons,
-                nearest=entry.nearest,
-                declared_by=entry.declared_by,
-                blocking=block_reason is not None,
-                block_reason=block_reason,
-            )
-        )
-
-    for key, entry in base_map.items():
-        if key not in head_map:
-            recipe, selection = key
-            changes.append(
-                CombinationChange(
-                    recipe=recipe,
-                    selection=selection,
-                    kind="removed",
-                    base_verdict=entry.verdict,
-                    flags=FlagChanges(removed=_role_flags(entry.roles)),
-                )
-            )
-
-    lens = _lens(head_map, lens_keys)
-    blocked = sum(1 for c in changes if c.blocking)
-    declared = sum(1 for c in changes if c.declared_by and c.head_verdict is VerdictKind.GUIDE_ONLY)
-    counts: defaultdict[str, int] = defaultdict(int)
-    for change in changes:
-        counts[change.kind] += 1
-    recipes = sorted({r for r, _ in head_map} | {r for r, _ in base_map})
+    base_entries = base.verdicts if base is not None else ()
+    head_entries = head.verdicts if head is not None else ()
+    differ = _Differ(base_entries, head_entries)
+    groups, base_count, head_count = differ.run()
+    groups = [g for g in groups if g.combinations]
+    groups.sort(key=_change_order)
+    lens = _lens(head_entries, differ.lens_keys)
+    blocked = sum(g.combinations for g in groups if g.blocking)
+    declared = sum(
+        g.combinations for g in groups if g.declared_by and g.head_verdict is VerdictKind.GUIDE_ONLY
+    )
+    counts = {"new": 0, "removed": 0, "verdict-changed": 0, "flags-changed": 0}
+    for group in groups:
+        counts[group.kind] += group.combinations
+    recipes = {e.recipe for e in (*base_entries, *head_entries) if e.combinations}
     return DiffReport(
         base=base_label,
         head=head_label,
-        recipes=tuple(recipes),
+        recipes=tuple(sorted(recipes)),
         summary=DiffSummary(
-            base_combinations=len(base_map),
-            head_combinations=len(head_map),
+            base_combinations=base_count,
+            head_combinations=head_count,
             new=counts["new"],
             removed=counts["removed"],
             verdict_changed=counts["verdict-changed"],
             flags_changed=counts["flags-changed"],
         ),
-        changes=tuple(sorted(changes, key=_change_order)),
+        changes=tuple(groups),
         lens=lens,
         gate=GateResult(passed=blocked == 0, blocking=blocked, declared=declared),
     )
 
 
-def _carried(before: VerdictEntry) -> set[tuple[str, str, str]]:
-    """Flags the base already carried (evidenced or not): not new to this PR."""
-    return {(r.role, f.key, f.value) for r in before.roles for f in r.flags}
+def _change_order(group: ChangeGroup) -> tuple[bool, str, str, str]:
+    first = next(group.iter_selections(), None)
+    label = first.label() if first is not None else ""
+    return (not group.blocking, group.kind, group.recipe, label)
 
 
-def _change_order(change: CombinationChange) -> tuple[bool, str, str, str]:
-    return (not change.blocking, change.kind, change.recipe, change.selection.label())
+@dataclass
+class _LensGroup:
+    recipe: str
+    verdict: VerdictKind
+    roles: tuple[LensRole, ...]
+    combinations: int = 0
+    selections: list[SelectionSet] = field(default_factory=list)
 
 
-def _lens(
-    head_map: dict[_Key, VerdictEntry], lens_keys: set[tuple[str, str]]
-) -> tuple[LensEntry, ...]:
+def _lens(head: Sequence[VerdictEntry], lens_keys: set[tuple[str, str]]) -> tuple[LensEntry, ...]:
     if not lens_keys:
         return ()
-    found: dict[tuple[str, str], list[LensOccurrence]] = defaultdict(list)
-    for (recipe, selection), entry in head_map.items():
-        seen_roles: set[tuple[str, str, str]] = set()
+    found: dict[tuple[str, str], dict[tuple[object, ...], _LensGroup]] = {}
+    lens_roles: dict[tuple[str, int], LensRole] = {}
+    for entry in head:
+        if not entry.combinations:
+            continue
+        # per flag, its roles in this entry (a role on several nodes once, the first)
+        here: dict[tuple[str, str], dict[str, LensRole]] = {}
         for role in entry.roles:
             for flag in role.flags:
-                marker = (role.role, flag.key, flag.value)
-                if (flag.key, flag.value) in lens_keys and marker not in seen_roles:
-                    seen_roles.add(marker)
-                    found[(flag.key, flag.value)].append(
-                        LensOccurrence(
-                            recipe=recipe,
-                            selection=selection,
-                            role=role.role,
-                            verdict=entry.verdict,
-                            evidence=flag.evidence,
+                flag_key = (flag.key, flag.value)
+                if flag_key not in lens_keys:
+                    continue
+                roles = here.setdefault(flag_key, {})
+                if role.role not in roles:
+                    memo = (role.role, id(flag.evidence))
+                    lens_role = lens_roles.get(memo)
+                    if lens_role is None or lens_role.evidence is not flag.evidence:
+                        lens_role = lens_roles[memo] = construct(
+                            LensRole, {"role": role.role, "evidence": flag.evidence}
                         )
-                    )
+                    roles[role.role] = lens_role
+        for flag_key, roles in here.items():
+            # entries differing only in what the lens does not show share one occurrence
+            group_key = (entry.recipe, entry.verdict, *map(id, roles.values()))
+            group = found.setdefault(flag_key, {}).get(group_key)
+            if group is None:
+                group = found[flag_key][group_key] = _LensGroup(
+                    entry.recipe, entry.verdict, tuple(roles.values())
+                )
+            group.combinations += entry.combinations
+            group.selections.extend(entry.selections)
     entries = []
-    for (key, value), occurrences in sorted(found.items()):
-        evidenced = sum(1 for o in occurrences if o.evidence)
+    for (key, value), groups in sorted(found.items()):
+        occurrences = [
+            construct(
+                LensOccurrence,
+                {
+                    "recipe": g.recipe,
+                    "verdict": g.verdict,
+                    "combinations": g.combinations,
+                    "selections": tuple(g.selections),
+                    "roles": g.roles,
+                },
+            )
+            for g in groups.values()
+        ]
+        evidenced = total = 0
+        for occurrence in occurrences:
+            total += occurrence.combinations * len(occurrence.roles)
+            evidenced += occurrence.combinations * sum(1 for r in occurrence.roles if r.evidence)
         entries.append(
             LensEntry(
                 key=key,
                 value=value,
                 evidenced=evidenced,
-                unevidenced=len(occurrences) - evidenced,
+                unevidenced=total - evidenced,
                 occurrences=tuple(occurrences),
             )
         )

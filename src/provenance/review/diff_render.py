@@ -14,7 +14,7 @@ from typing import TextIO
 
 from provenance.escaping import markdown_code, markdown_inline, terminal
 from provenance.report.grouping import reason_label
-from provenance.review.diff import CombinationChange, DiffReport, LensEntry
+from provenance.review.diff import ChangeGroup, DiffReport, LensEntry
 
 MAX_GROUPS = 60
 MAX_LENS_ROWS = 80
@@ -34,36 +34,51 @@ class _Group:
     added: Counter[str] = field(default_factory=Counter)
 
 
-def _strategy(change: CombinationChange) -> str:
-    return change.selection.strategy or "omni"
-
-
 def blocking_groups(
-    changes: Iterable[CombinationChange],
+    changes: Iterable[ChangeGroup],
 ) -> list[tuple[tuple[str, str, str, str, str], _Group]]:
+    """Blocking combinations by (recipe, variant, hardware, strategy, why); every count
+    is a number of combinations (a group's reasons count once per combination)."""
     groups: dict[tuple[str, str, str, str, str], _Group] = defaultdict(_Group)
     for change in changes:
         if not change.blocking:
             continue
-        sel = change.selection
-        key = (
-            change.recipe,
-            sel.variant,
-            sel.hardware,
-            _strategy(change),
-            change.block_reason or "",
-        )
-        group = groups[key]
-        group.count += 1
-        group.reasons.update(reason_label(r) for r in change.reasons)
-        for near in change.nearest:
-            group.nearest.update(
-                f"{pr} ({near.config_key}, {near.distance} flag(s) apart)" for pr in near.prs
+        reasons = [reason_label(r) for r in change.reasons]
+        nearest = [
+            f"{pr} ({near.config_key}, {near.distance} flag(s) apart)"
+            for near in change.nearest
+            for pr in near.prs
+        ]
+        added = [
+            f"{role}: {k}={v}"
+            for role, flags in change.flags.added.items()
+            for k, v in flags.items()
+        ]
+        added += [
+            f"{role}: {k}={new} (was {old})"
+            for role, moved in change.flags.changed.items()
+            for k, (old, new) in moved.items()
+        ]
+        for selections in change.selections:
+            count = selections.count
+            if not count:
+                continue
+            key = (
+                change.recipe,
+                selections.variant,
+                selections.hardware,
+                selections.strategy or "omni",
+                change.block_reason or "",
             )
-        for role, flags in change.flags.added.items():
-            group.added.update(f"{role}: {k}={v}" for k, v in flags.items())
-        for role, moved in change.flags.changed.items():
-            group.added.update(f"{role}: {k}={new} (was {old})" for k, (old, new) in moved.items())
+            group = groups[key]
+            group.count += count
+            for counter, labels in (
+                (group.reasons, reasons),
+                (group.nearest, nearest),
+                (group.added, added),
+            ):
+                for label in labels:
+                    counter[label] += count
     return sorted(groups.items(), key=lambda kv: (-kv[1].count, kv[0]))
 
 
@@ -75,16 +90,22 @@ class _LensRow:
 
 
 def lens_rows(entry: LensEntry) -> list[tuple[tuple[str, str, str, str], _LensRow]]:
-    """One row per (variant, hardware, strategy, role) in which the flag now appears."""
+    """One row per (variant, hardware, strategy, role) in which the flag now appears;
+    counts are combinations."""
     rows: dict[tuple[str, str, str, str], _LensRow] = defaultdict(_LensRow)
     for occ in entry.occurrences:
-        sel = occ.selection
-        row = rows[(sel.variant, sel.hardware, sel.strategy or "omni", occ.role)]
-        if occ.evidence:
-            row.evidenced += 1
-            row.prs.update(pr for ref in occ.evidence for pr in ref.prs)
-        else:
-            row.unevidenced += 1
+        for selections in occ.selections:
+            count = selections.count
+            if not count:
+                continue
+            strategy = selections.strategy or "omni"
+            for role in occ.roles:
+                row = rows[(selections.variant, selections.hardware, strategy, role.role)]
+                if role.evidence:
+                    row.evidenced += count
+                    row.prs.update(pr for ref in role.evidence for pr in ref.prs)
+                else:
+                    row.unevidenced += count
     return sorted(rows.items())
 
 

@@ -4,7 +4,8 @@
 (all of them when ``taxonomy.yaml``, ``strategies/`` or ``kv_store/`` change),
 writes the files each side needs into private temporary directories (from git
 blobs — the user's work tree is never touched), audits both sides with the same
-ledger and evidence, and diffs the two audits.
+ledger and evidence (loaded once, with one normaliser and one judge per recipe
+for both sides), and diffs the two audits.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from provenance.audit.model import AuditReport
-from provenance.audit.run import AuditFilters, AuditInputs, run_audit
+from provenance.audit.run import AuditFilters, AuditInputs, EvidenceCache, run_audit
+from provenance.audit.validator import gc_paused
 from provenance.errors import InputError
 from provenance.gitread import open_repo, resolve_commit
 from provenance.review.diff import DiffReport, diff_reports
@@ -44,7 +46,11 @@ class PrAuditResult(BaseModel):
 
 
 def _audit_side(
-    commit_models: list[str], commit: object, request: PrAuditRequest, workdir: Path
+    commit_models: list[str],
+    commit: object,
+    request: PrAuditRequest,
+    workdir: Path,
+    shared: EvidenceCache,
 ) -> AuditReport | None:
     import git
 
@@ -63,6 +69,7 @@ def _audit_side(
                 evidence=request.evidence,
             ),
             request.filters,
+            shared,
         )
     except InputError as exc:
         # Name the file as ``<commit>:<path>``, not the private temporary copy.
@@ -81,16 +88,21 @@ def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
         base_models, head_models = model_paths(base), model_paths(head)
     else:
         base_models = head_models = list(changed.models)
+    # One evidence graph, normaliser and set of judges for both sides: the head's
+    # combinations are mostly the base's, so its judgements are memo hits.
+    shared = EvidenceCache()
     with tempfile.TemporaryDirectory(prefix="provenance-base-") as base_dir:
-        base_report = _audit_side(base_models, base, request, Path(base_dir))
+        base_report = _audit_side(base_models, base, request, Path(base_dir), shared)
     with tempfile.TemporaryDirectory(prefix="provenance-head-") as head_dir:
-        head_report = _audit_side(head_models, head, request, Path(head_dir))
-    diff = diff_reports(
-        base_report,
-        head_report,
-        base_label=base.hexsha[:12],
-        head_label=head.hexsha[:12],
-    )
+        head_report = _audit_side(head_models, head, request, Path(head_dir), shared)
+    # The diff allocates no cycles, but collections would rescan both reports' objects.
+    with gc_paused():
+        diff = diff_reports(
+            base_report,
+            head_report,
+            base_label=base.hexsha[:12],
+            head_label=head.hexsha[:12],
+        )
     return PrAuditResult(
         changed=changed, base_report=base_report, head_report=head_report, diff=diff
     )

@@ -1,0 +1,122 @@
+"""The selection-by-selection diff (``provenance.diff/v1``'s algorithm), kept as the reference
+that :func:`provenance.review.diff.diff_reports` must agree with.
+
+Every combination of both audits is expanded to a :class:`Selection`, the two sides are
+matched by selection, and one :class:`CombinationChange` is built per changed combination
+and one lens occurrence per (combination, role) in which an added or changed flag appears.
+Slow (it is what the grouped diff replaces), but obviously per combination.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from provenance.audit.model import AuditReport, EvidenceRef, VerdictEntry, VerdictKind
+from provenance.recipes.combination import Selection
+from provenance.review.diff import (
+    CombinationChange,
+    FlagChanges,
+    _carried,
+    _flag_changes,
+    _role_flags,
+    _unevidenced,
+)
+
+_Key = tuple[str, Selection]
+#: (key, value) -> (recipe, selection, role, verdict, evidence) per occurrence
+Lens = dict[tuple[str, str], list[tuple[str, Selection, str, VerdictKind, tuple[EvidenceRef, ...]]]]
+
+
+def _expand(report: AuditReport | None) -> Iterator[tuple[_Key, VerdictEntry]]:
+    if report is None:
+        return
+    for entry in report.verdicts:
+        for selection in entry.iter_selections():
+            yield (entry.recipe, selection), entry
+
+
+def per_selection_diff(
+    base: AuditReport | None, head: AuditReport | None
+) -> tuple[list[CombinationChange], Lens, int, int]:
+    """Changes, lens occurrences, base and head combination counts."""
+    base_map = dict(_expand(base))
+    head_map = dict(_expand(head))
+    changes: list[CombinationChange] = []
+    lens_keys: set[tuple[str, str]] = set()
+    for key, entry in head_map.items():
+        recipe, selection = key
+        before = base_map.get(key)
+        head_flags = _role_flags(entry.roles)
+        guide_only = entry.verdict is VerdictKind.GUIDE_ONLY
+        if before is None:
+            for role_flags in head_flags.values():
+                lens_keys.update(role_flags.items())
+            blocking = guide_only and entry.declared_by is None
+            changes.append(
+                CombinationChange(
+                    recipe=recipe,
+                    selection=selection,
+                    kind="new",
+                    head_verdict=entry.verdict,
+                    flags=FlagChanges(added=head_flags),
+                    reasons=entry.reasons,
+                    nearest=entry.nearest,
+                    declared_by=entry.declared_by,
+                    blocking=blocking,
+                    block_reason="new-guide-only" if blocking else None,
+                )
+            )
+            continue
+        flags = _flag_changes(_role_flags(before.roles), head_flags)
+        for role_flags in flags.added.values():
+            lens_keys.update(role_flags.items())
+        for role_changes in flags.changed.values():
+            lens_keys.update((k, new) for k, (_old, new) in role_changes.items())
+        verdict_changed = before.verdict is not entry.verdict
+        if not verdict_changed and flags.empty:
+            continue
+        block_reason: str | None = None
+        if guide_only and entry.declared_by is None:
+            if before.verdict is VerdictKind.RECOMMENDED:
+                block_reason = "regressed-verdict"
+            elif _unevidenced(entry.roles) - _carried(before):
+                block_reason = "new-unevidenced-flag"
+        changes.append(
+            CombinationChange(
+                recipe=recipe,
+                selection=selection,
+                kind="verdict-changed" if verdict_changed else "flags-changed",
+                base_verdict=before.verdict,
+                head_verdict=entry.verdict,
+                flags=flags,
+                reasons=entry.reasons,
+                nearest=entry.nearest,
+                declared_by=entry.declared_by,
+                blocking=block_reason is not None,
+                block_reason=block_reason,
+            )
+        )
+    for key, entry in base_map.items():
+        if key not in head_map:
+            recipe, selection = key
+            changes.append(
+                CombinationChange(
+                    recipe=recipe,
+                    selection=selection,
+                    kind="removed",
+                    base_verdict=entry.verdict,
+                    flags=FlagChanges(removed=_role_flags(entry.roles)),
+                )
+            )
+    lens: Lens = {}
+    for (recipe, selection), entry in head_map.items():
+        seen_roles: set[tuple[str, str, str]] = set()
+        for role in entry.roles:
+            for flag in role.flags:
+                marker = (role.role, flag.key, flag.value)
+                if (flag.key, flag.value) in lens_keys and marker not in seen_roles:
+                    seen_roles.add(marker)
+                    lens.setdefault((flag.key, flag.value), []).append(
+                        (recipe, selection, role.role, entry.verdict, flag.evidence)
+                    )
+    return changes, lens, len(base_map), len(head_map)
