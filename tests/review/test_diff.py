@@ -143,3 +143,72 @@ def test_no_base_means_everything_new() -> None:
     head = report(entry(sel("nvfp4", "b200"), REC, TP8), entry(sel("nvfp4", "h200"), GUIDE, TP8))
     diff = diff_reports(None, head, base_label="-", head_label="b")
     assert diff.summary.new == 2 and diff.gate.blocking == 1
+
+
+def _pd_entry(
+    hardware: str, verdict: VerdictKind, flags: dict[str, tuple[str, bool]]
+) -> VerdictEntry:
+    """One verdict entry of 3 feature choices × 2 prefill pools × 1 decode pool (6 combinations)."""
+    from provenance.audit.model import FeatureChoice, PdPools, SelectionSet
+    from provenance.recipes.combination import PdPool
+
+    base = entry(sel("nvfp4", hardware), verdict, flags)
+    pools = PdPools(
+        prefill=(PdPool(nodes=1, parallelism="tp"), PdPool(nodes=2, parallelism="tp")),
+        decode=(PdPool(nodes=1, parallelism="dep"),),
+    )
+    choices = tuple(FeatureChoice(features=f) for f in ((), ("a",), ("b",)))
+    block = SelectionSet(
+        variant="nvfp4",
+        hardware=hardware,
+        strategy="pd_cluster",
+        node_count=None,
+        features=choices,
+        pd=pools,
+    )
+    return base.model_copy(update={"selections": (block,), "combinations": block.count})
+
+
+def test_renderers_count_combinations_of_selection_sets() -> None:
+    from provenance.review.diff_render import blocking_groups, change_rows, lens_rows
+
+    base = report(_pd_entry("h200", GUIDE, TP8))
+    head = report(_pd_entry("h200", GUIDE, TP8 | INDEXER_UNBACKED))
+    diff = diff_reports(base, head, base_label="a", head_label="b")
+    assert len(changes(diff)) == 6 and len(diff.changes) == 1
+    ((key, group),) = blocking_groups(diff.changes)
+    assert key[1:] == ("nvfp4", "h200", "pd_cluster", "new-unevidenced-flag")
+    assert group.count == 6
+    assert group.added == {"serve: attention_config.indexer_kv_dtype=fp8": 6}
+    assert change_rows(diff.changes) == [
+        (("flags-changed", "MiniMaxAI/MiniMax-M3", "nvfp4", "h200", "pd_cluster"), 6)
+    ]
+    ((row_key, row),) = lens_rows(diff.lens[0])
+    assert row_key == ("nvfp4", "h200", "pd_cluster", "serve")
+    assert (row.evidenced, row.unevidenced) == (0, 6)
+    assert (diff.lens[0].evidenced, diff.lens[0].unevidenced) == (0, 6)
+
+
+def test_markdown_and_text_stay_bounded_for_many_changed_shapes() -> None:
+    import io
+
+    from provenance.review.diff_render import (
+        MAX_CHANGE_ROWS,
+        MAX_GROUPS,
+        write_markdown,
+        write_text,
+    )
+
+    hardware = [f"hw{i:03d}" for i in range(150)]
+    base = report(*(entry(sel("nvfp4", hw), GUIDE, TP8) for hw in hardware))
+    head = report(*(entry(sel("nvfp4", hw), GUIDE, TP8 | INDEXER_UNBACKED) for hw in hardware))
+    diff = diff_reports(base, head, base_label="a", head_label="b")
+    assert diff.gate.blocking == 150
+    markdown, text = io.StringIO(), io.StringIO()
+    write_markdown(diff, markdown)
+    write_text(diff, text)
+    md = markdown.getvalue()
+    assert f"… {150 - MAX_GROUPS} more groups in the JSON output." in md
+    assert f"… {150 - MAX_CHANGE_ROWS} more rows in the JSON output." in md
+    assert len(md) < 65536  # a GitHub comment's limit
+    assert f"… {150 - MAX_CHANGE_ROWS} more rows in the JSON output" in text.getvalue()

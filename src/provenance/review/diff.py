@@ -258,7 +258,13 @@ class _Keys:
     def set_key(self, recipe: str, selections: SelectionSet) -> _SetKey:
         """(shape, feature choices, pool pairs) of a set: equal keys, equal sets."""
         shape = self._shape(recipe, selections)
-        choices = tuple([self._choice(c) for c in selections.features])
+        features = selections.features
+        known = self._by_object.get(id(features))  # audits share one tuple per pick list
+        if known is not None and known[0] is features:
+            choices = known[1]
+        else:
+            choices = tuple([self._choice(c) for c in features])
+            self._by_object[id(features)] = (features, choices)
         pools = self._pools(selections.pd) if selections.pd is not None else (0,)
         return (shape, choices, pools)
 
@@ -439,6 +445,10 @@ class _Differ:
                 "block_reason": None,
             }
         entry = self.head[after]
+        if before is not None:
+            old = self.base[before]
+            if old.roles is entry.roles and old.verdict is entry.verdict:
+                return None  # one outcome of a judge shared by both audits: nothing changed
         head_flags = self.flags(True, after)
         guide_only = entry.verdict is VerdictKind.GUIDE_ONLY
         shared = {
@@ -462,8 +472,6 @@ class _Differ:
                 **shared,
             }
         old = self.base[before]
-        if old.roles is entry.roles and old.verdict is entry.verdict:
-            return None  # one outcome of a judge shared by both audits: nothing changed
         flags = self.flag_changes(before, after)
         for role_flags in flags.added.values():
             self.lens_keys.update(role_flags.items())

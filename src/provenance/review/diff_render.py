@@ -18,6 +18,8 @@ from provenance.review.diff import ChangeGroup, DiffReport, LensEntry
 
 MAX_GROUPS = 60
 MAX_LENS_ROWS = 80
+#: rows of the "every change" table (by kind × recipe × variant × hardware × strategy)
+MAX_CHANGE_ROWS = 40
 
 BLOCK_TEXT = {
     "new-guide-only": "newly exposed, guide-only",
@@ -80,6 +82,22 @@ def blocking_groups(
                 for label in labels:
                     counter[label] += count
     return sorted(groups.items(), key=lambda kv: (-kv[1].count, kv[0]))
+
+
+def change_rows(changes: Iterable[ChangeGroup]) -> list[tuple[tuple[str, str, str, str, str], int]]:
+    """Every changed combination, counted by (kind, recipe, variant, hardware, strategy)."""
+    rows: Counter[tuple[str, str, str, str, str]] = Counter()
+    for change in changes:
+        for selections in change.selections:
+            key = (
+                change.kind,
+                change.recipe,
+                selections.variant,
+                selections.hardware,
+                selections.strategy or "omni",
+            )
+            rows[key] += selections.count
+    return sorted((kv for kv in rows.items() if kv[1]), key=lambda kv: (kv[0][0], -kv[1], kv[0]))
 
 
 @dataclass
@@ -155,6 +173,19 @@ def write_markdown(diff: DiffReport, out: TextIO) -> None:
         if len(groups) > MAX_GROUPS:
             w(f"\n… {len(groups) - MAX_GROUPS} more groups in the JSON output.\n")
         w("\n")
+    rows = change_rows(diff.changes)
+    if rows:
+        w("#### Changed combinations\n\n")
+        w("| change | recipe | variant | hardware | strategy | combinations |\n")
+        w("|---|---|---|---|---|---|\n")
+        for (kind, recipe, variant, hardware, strategy), count in rows[:MAX_CHANGE_ROWS]:
+            w(
+                f"| {markdown_code(kind)} | {markdown_code(recipe)} | {markdown_code(variant)} "
+                f"| {markdown_code(hardware)} | {markdown_code(strategy)} | {count} |\n"
+            )
+        if len(rows) > MAX_CHANGE_ROWS:
+            w(f"\n… {len(rows) - MAX_CHANGE_ROWS} more rows in the JSON output.\n")
+        w("\n")
     if diff.lens:
         w("#### Flag lens: every combination where an added or changed major flag appears\n\n")
         w("| flag | variant | hardware | strategy | role | with evidence | without | PRs |\n")
@@ -198,6 +229,16 @@ def write_text(diff: DiffReport, out: TextIO) -> None:
             w(f"      reason: {terminal(reason)} ({n})\n")
         for near, _n in g.nearest.most_common(2):
             w(f"      nearest: {terminal(near)}\n")
+    rows = change_rows(diff.changes)
+    if rows:
+        w("\nchanged combinations:\n")
+        for (kind, recipe, variant, hardware, strategy), count in rows[:MAX_CHANGE_ROWS]:
+            w(
+                f"  {kind} {terminal(recipe)} · {terminal(variant)} · {terminal(hardware)} · "
+                f"{terminal(strategy)}: {count}\n"
+            )
+        if len(rows) > MAX_CHANGE_ROWS:
+            w(f"  … {len(rows) - MAX_CHANGE_ROWS} more rows in the JSON output\n")
     if diff.lens:
         w("\nflag lens (added or changed major flags, where they now appear):\n")
         for entry in diff.lens:
