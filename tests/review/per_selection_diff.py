@@ -9,12 +9,14 @@ Slow (it is what the grouped diff replaces), but obviously per combination.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 
 from provenance.audit.model import AuditReport, EvidenceRef, VerdictEntry, VerdictKind
 from provenance.recipes.combination import Selection
 from provenance.review.diff import (
     CombinationChange,
+    DiffReport,
     FlagChanges,
     _carried,
     _flag_changes,
@@ -120,3 +122,52 @@ def per_selection_diff(
                         (recipe, selection, role.role, entry.verdict, flag.evidence)
                     )
     return changes, lens, len(base_map), len(head_map)
+
+
+def assert_same_as_per_selection(
+    diff: DiffReport, base: AuditReport | None, head: AuditReport | None
+) -> int:
+    """Every field of every changed combination, the lens, the summary and the gate."""
+    changes, lens, base_count, head_count = per_selection_diff(base, head)
+    expected = {(c.recipe, c.selection): c for c in changes}
+    got = {}
+    for change in diff.iter_changes():
+        key = (change.recipe, change.selection)
+        assert key not in got, f"{key} listed twice"
+        got[key] = change
+    assert got.keys() == expected.keys()
+    for key, change in expected.items():
+        assert got[key] == change, key
+    for group in diff.changes:
+        assert group.combinations == sum(s.count for s in group.selections) > 0
+    kinds = Counter(c.kind for c in changes)
+    summary = diff.summary
+    assert (summary.base_combinations, summary.head_combinations) == (base_count, head_count)
+    assert (summary.new, summary.removed, summary.verdict_changed, summary.flags_changed) == (
+        kinds["new"],
+        kinds["removed"],
+        kinds["verdict-changed"],
+        kinds["flags-changed"],
+    )
+    blocking = sum(1 for c in changes if c.blocking)
+    declared = sum(1 for c in changes if c.declared_by and c.head_verdict is VerdictKind.GUIDE_ONLY)
+    assert (diff.gate.blocking, diff.gate.declared, diff.gate.passed) == (
+        blocking,
+        declared,
+        blocking == 0,
+    )
+    assert [(e.key, e.value) for e in diff.lens] == sorted(lens)
+    for entry in diff.lens:
+        occurrences = Counter(
+            (o.recipe, selection, role.role, o.verdict, role.evidence)
+            for o in entry.occurrences
+            for selection in o.iter_selections()
+            for role in o.roles
+        )
+        assert occurrences == Counter(lens[(entry.key, entry.value)])
+        evidenced = sum(1 for *_, evidence in lens[(entry.key, entry.value)] if evidence)
+        assert (entry.evidenced, entry.unevidenced) == (
+            evidenced,
+            len(lens[(entry.key, entry.value)]) - evidenced,
+        )
+    return len(changes)

@@ -28,7 +28,7 @@ selection-by-selection diff on the whole MiniMax-M3 cross-product.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -592,10 +592,18 @@ def diff_reports(
     *,
     base_label: str,
     head_label: str,
+    base_as_head: Mapping[str, Collection[str]] | None = None,
 ) -> DiffReport:
-    """Compare two audits of the same recipes; ``base`` None means the recipes are new."""
-    base_entries = base.verdicts if base is not None else ()
+    """Compare two audits of the same recipes; ``base`` None means the recipes are new.
+
+    ``base_as_head`` (recipe -> variants) names variants the base audit left out because
+    their combinations are known to be the head's (same outcomes, see
+    :func:`provenance.review.pr_audit.variant_change`): the head's are taken for them.
+    """
+    base_entries: Sequence[VerdictEntry] = base.verdicts if base is not None else ()
     head_entries = head.verdicts if head is not None else ()
+    if base_as_head:
+        base_entries = [*base_entries, *_restricted(head_entries, base_as_head)]
     differ = _Differ(base_entries, head_entries)
     groups, base_count, head_count = differ.run()
     groups = [g for g in groups if g.combinations]
@@ -625,6 +633,21 @@ def diff_reports(
         lens=lens,
         gate=GateResult(passed=blocked == 0, blocking=blocked, declared=declared),
     )
+
+
+def _restricted(
+    entries: Sequence[VerdictEntry], variants: Mapping[str, Collection[str]]
+) -> Iterator[VerdictEntry]:
+    """``entries`` cut down to the selection sets of ``variants`` (a set has one variant)."""
+    for entry in entries:
+        wanted = variants.get(entry.recipe)
+        if not wanted:
+            continue
+        sets = tuple(s for s in entry.selections if s.variant in wanted)
+        if sets:
+            values = dict(entry.__dict__)
+            values.update(selections=sets, combinations=sum(s.count for s in sets))
+            yield construct(VerdictEntry, values)
 
 
 def _change_order(group: ChangeGroup) -> tuple[bool, str, str, str]:

@@ -36,28 +36,40 @@ class PrAuditRequest(BaseModel):
     filters: AuditFilters = AuditFilters()
 
 
+class VariantChange(BaseModel):
+    """A PR whose one recipe changes only inside some of its variants."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    recipe: str
+    changed: frozenset[str]
+    unchanged: frozenset[str]
+
+
 class PrAuditResult(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     changed: ChangedRecipes
+    #: The base audit. When the PR changes only some variants of one recipe (``narrowed``),
+    #: it covers just those: the others are the head's (see :func:`variant_change`).
     base_report: AuditReport | None
     head_report: AuditReport | None
+    narrowed: VariantChange | None = None
     diff: DiffReport
 
 
 def _audit_side(
-    commit_models: list[str],
+    present: list[str],
     commit: object,
     request: PrAuditRequest,
+    filters: AuditFilters,
     workdir: Path,
     shared: EvidenceCache,
 ) -> AuditReport | None:
+    """Audit the model files ``present`` (materialised in ``workdir``) of ``commit``."""
     import git
 
     assert isinstance(commit, git.Commit)
-    if not commit_models:
-        return None
-    present = materialise(commit, commit_models, workdir)
     if not present:
         return None
     try:
@@ -68,7 +80,7 @@ def _audit_side(
                 ledger=request.ledger,
                 evidence=request.evidence,
             ),
-            request.filters,
+            filters,
             shared,
         )
     except InputError as exc:
@@ -77,6 +89,50 @@ def _audit_side(
             rel = exc.location.path[len(str(workdir)) :].lstrip("/")
             exc.location = replace(exc.location, path=f"{commit.hexsha[:12]}:{rel}")
         raise
+
+
+def variant_change(base_root: Path, head_root: Path, model: str) -> VariantChange | None:
+    """Which variants of ``model`` differ between the two materialised recipes roots, when
+    nothing else can differ for the other variants; None when the whole recipe must be
+    audited on both sides.
+
+    The combinations of a variant depend on the recipe's other variants only through
+    ``some_variant_runs`` (is a hardware offered at all) and the ``default`` variant
+    (the fallback of a missing one). So when the two recipe files are equal apart from
+    the contents of some variants (same variant names, in the same order; ``default``
+    unchanged) and the shared files are the same (the caller checks), and every
+    hardware is offered by some variant on both sides alike, the other variants'
+    combinations render, judge and declare identically on both sides.
+    ``tests/review/test_pr_narrowing.py`` checks the diff equal to the full one.
+    """
+    from provenance.errors import ProvenanceError
+    from provenance.recipes.hardware import hardware_view
+    from provenance.recipes.loader import load_recipe, load_recipes_root
+    from provenance.recipes.rules import some_variant_runs
+
+    try:
+        roots = load_recipes_root(base_root), load_recipes_root(head_root)
+        base, head = load_recipe(roots[0], model), load_recipe(roots[1], model)
+    except ProvenanceError:
+        return None  # the audit itself reports it, naming the revision
+    before, after = base.spec.variants or {}, head.spec.variants or {}
+    if base.hf_id != head.hf_id or list(before) != list(after):
+        return None
+    if base.spec.model_copy(update={"variants": None}) != head.spec.model_copy(
+        update={"variants": None}
+    ):
+        return None
+    changed = frozenset(name for name in before if before[name] != after[name])
+    if "default" in changed or not changed:
+        return None
+    taxonomy = roots[0].taxonomy
+    for hardware in taxonomy.hardware_profiles:
+        view = hardware_view(taxonomy, hardware)
+        if some_variant_runs(roots[0], base.spec, view) != some_variant_runs(
+            roots[1], head.spec, view
+        ):
+            return None
+    return VariantChange(recipe=base.hf_id, changed=changed, unchanged=frozenset(before) - changed)
 
 
 def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
@@ -91,10 +147,37 @@ def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
     # One evidence graph, normaliser and set of judges for both sides: the head's
     # combinations are mostly the base's, so its judgements are memo hits.
     shared = EvidenceCache()
-    with tempfile.TemporaryDirectory(prefix="provenance-base-") as base_dir:
-        base_report = _audit_side(base_models, base, request, Path(base_dir), shared)
-    with tempfile.TemporaryDirectory(prefix="provenance-head-") as head_dir:
-        head_report = _audit_side(head_models, head, request, Path(head_dir), shared)
+    with (
+        tempfile.TemporaryDirectory(prefix="provenance-base-") as base_dir,
+        tempfile.TemporaryDirectory(prefix="provenance-head-") as head_dir,
+    ):
+        base_present = materialise(base, base_models, Path(base_dir)) if base_models else []
+        head_present = materialise(head, head_models, Path(head_dir)) if head_models else []
+        # One recipe changed inside some variants only: the base audits just those.
+        narrowed = None
+        models = list(changed.models)
+        if (
+            not changed.shared_changed
+            and len(models) == 1
+            and base_present == head_present == models
+        ):
+            narrowed = variant_change(Path(base_dir), Path(head_dir), base_present[0])
+        base_filters = request.filters
+        if narrowed is not None:
+            wanted = request.filters.variants
+            base_filters = base_filters.model_copy(
+                update={
+                    "variants": tuple(
+                        sorted(narrowed.changed)
+                        if wanted is None
+                        else [v for v in wanted if v in narrowed.changed]
+                    )
+                }
+            )
+        base_report = _audit_side(base_present, base, request, base_filters, Path(base_dir), shared)
+        head_report = _audit_side(
+            head_present, head, request, request.filters, Path(head_dir), shared
+        )
     # The diff allocates no cycles, but collections would rescan both reports' objects.
     with gc_paused():
         diff = diff_reports(
@@ -102,7 +185,12 @@ def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
             head_report,
             base_label=base.hexsha[:12],
             head_label=head.hexsha[:12],
+            base_as_head={narrowed.recipe: narrowed.unchanged} if narrowed is not None else None,
         )
     return PrAuditResult(
-        changed=changed, base_report=base_report, head_report=head_report, diff=diff
+        changed=changed,
+        base_report=base_report,
+        head_report=head_report,
+        narrowed=narrowed,
+        diff=diff,
     )

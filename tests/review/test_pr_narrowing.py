@@ -1,0 +1,127 @@
+"""A PR changing some variants of one recipe audits only those on the base: the diff must be
+the one of two whole audits (``per_selection_diff`` on full base and head reports)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from per_selection_diff import assert_same_as_per_selection
+from test_diff_equivalence import EMBEDDED, MODEL, _keep, _repo, _without_mxfp8_args
+
+from provenance.audit.run import AuditFilters
+from provenance.review import pr_audit
+from provenance.review.pr_audit import PrAuditRequest, run_pr_audit, variant_change
+
+Edit = Callable[[dict[str, Any]], None]
+
+
+def _two_variants(data: dict[str, Any]) -> None:
+    _without_mxfp8_args(data)
+    args = data["variants"]["nvfp4"]["extra_args"]
+    index = args.index("--kv-cache-dtype")
+    del args[index : index + 2]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("edit_base", "edit_head", "filters", "changed"),
+    [
+        # the benchmark PR
+        (_without_mxfp8_args, _keep, AuditFilters(), {"mxfp8"}),
+        (_keep, _two_variants, AuditFilters(), {"mxfp8", "nvfp4"}),
+        # the user's filters still apply; the changed variant filtered out: nothing on the base
+        (_without_mxfp8_args, _keep, AuditFilters(variants=("nvfp4", "mxfp4")), {"mxfp8"}),
+        (
+            _without_mxfp8_args,
+            _keep,
+            AuditFilters(hardware=("b200", "mi355x"), features="none"),
+            {"mxfp8"},
+        ),
+    ],
+)
+def test_narrowed_base_gives_the_diff_of_two_whole_audits(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    edit_base: Edit,
+    edit_head: Edit,
+    filters: AuditFilters,
+    changed: set[str],
+) -> None:
+    work, base, head = _repo(tmp_path, edit_base, edit_head)
+    request = PrAuditRequest(repo=work, base=base, head=head, filters=filters)
+    narrowed = run_pr_audit(request)
+    assert narrowed.narrowed is not None and narrowed.narrowed.changed == changed
+    assert narrowed.base_report is not None
+    assert {s.variant for e in narrowed.base_report.verdicts for s in e.selections} <= changed
+    monkeypatch.setattr(pr_audit, "variant_change", lambda *args: None)
+    whole = run_pr_audit(request)
+    assert whole.narrowed is None
+    assert_same_as_per_selection(narrowed.diff, whole.base_report, whole.head_report)
+    assert narrowed.diff.summary == whole.diff.summary
+
+
+def _roots(tmp_path: Path, edit_base: Edit, edit_head: Edit) -> tuple[Path, Path]:
+    roots = []
+    for name, edit in (("base", edit_base), ("head", edit_head)):
+        root = tmp_path / name
+        shutil.copytree(EMBEDDED, root)
+        data = yaml.safe_load((EMBEDDED / MODEL).read_text())
+        edit(data)
+        (root / MODEL).write_text(yaml.safe_dump(data, sort_keys=False))
+        roots.append(root)
+    return roots[0], roots[1]
+
+
+def _others_on_b200_only(data: dict[str, Any]) -> None:
+    for name, variant in data["variants"].items():
+        if name != "mxfp8":
+            variant["supported_hardware"] = ["b200"]
+
+
+def _all_on_b200_only(data: dict[str, Any]) -> None:
+    _others_on_b200_only(data)
+    data["variants"]["mxfp8"]["supported_hardware"] = ["b200"]
+
+
+def _reordered(data: dict[str, Any]) -> None:
+    data["variants"] = dict(reversed(data["variants"].items()))
+
+
+def _default_changed(data: dict[str, Any]) -> None:
+    data["variants"]["default"]["extra_args"] = ["--max-model-len", "4096"]
+
+
+def _outside_variants(data: dict[str, Any]) -> None:
+    _without_mxfp8_args(data)
+    data["compatible_strategies"] = data["compatible_strategies"][:-1]
+
+
+@pytest.mark.parametrize(
+    ("edit_base", "edit_head"),
+    [
+        # h200 was offered through mxfp8 alone: the other variants lose it too
+        (_others_on_b200_only, _all_on_b200_only),
+        (_keep, _reordered),
+        (_keep, _default_changed),
+        (_keep, _outside_variants),
+        (_keep, _keep),
+    ],
+)
+def test_no_narrowing_when_other_variants_may_change(
+    tmp_path: Path, edit_base: Edit, edit_head: Edit
+) -> None:
+    base, head = _roots(tmp_path, edit_base, edit_head)
+    assert variant_change(base, head, MODEL) is None
+
+
+def test_narrowing_names_the_changed_variants(tmp_path: Path) -> None:
+    base, head = _roots(tmp_path, _keep, _two_variants)
+    found = variant_change(base, head, MODEL)
+    assert found is not None
+    assert (found.recipe, found.changed) == ("MiniMaxAI/MiniMax-M3", {"mxfp8", "nvfp4"})
+    assert found.unchanged == {"default", "mxfp4"}
