@@ -1,6 +1,7 @@
 """The grouped diff (pairs of verdict entries, selection sets) equals the selection-by-selection
 diff (``per_selection_diff``) combination by combination: on the benchmark PR (the whole
-MiniMax-M3 cross-product, base without mxfp8's ``extra_args``), a PR that removes a variant, and small reports whose two sides cut the selections differently."""
+MiniMax-M3 cross-product, base without mxfp8's ``extra_args``), a PR that removes a
+variant, and small reports whose two sides cut the selections differently."""
 
 from __future__ import annotations
 
