@@ -11,6 +11,8 @@ from inferencex_fixtures import RepoBuilder
 
 from provenance.errors import InputError, UsageError
 from provenance.evidence.inferencex.linkage import (
+    HistoryCommit,
+    Lineage,
     _changelog_chunk,
     block_origins,
     changelog_entries,
@@ -291,3 +293,54 @@ def test_changelog_item_by_item_on_every_real_version() -> None:
         assert split == whole, sha
         compared += 1
     assert compared > 100
+
+
+def _shas(found: tuple[HistoryCommit | None, list[HistoryCommit]]) -> list[str]:
+    return [c.sha for c in found[1]]
+
+
+def test_one_lineage_serves_every_commit_on_it(make_repo: Callable[[], RepoBuilder]) -> None:
+    """History, file changes and master states of the tip == those read at each commit."""
+    builder = make_repo()
+    master = "configs/nvidia-master.yaml"
+    launcher = "benchmarks/fixed/s.sh"
+    builder.commit("add (#1)", {master: ENTRY.format(n=1, v=1), launcher: "vllm serve a\n"})
+    builder.commit("tune (#2)", {launcher: "vllm serve b\n"})
+    builder.commit("bump (#3)", {master: ENTRY.format(n=1, v=2) + ENTRY.format(n=2, v=1)})
+    builder.commit(
+        "archive (#4)",
+        {master: ENTRY.format(n=2, v=1), "configs/deprecated/old.yaml": ENTRY.format(n=1, v=2)},
+        renames={launcher: "benchmarks/fixed/deprecated/s.sh"},
+    )
+    builder.commit("retune (#5)", {"benchmarks/fixed/deprecated/s.sh": "vllm serve c\n"})
+    builder.commit("back to 1 (#4)", {master: ENTRY.format(n=2, v=1) + ENTRY.format(n=1, v=1)})
+    repo = open_repo(builder.root)
+    lineage = Lineage.of(repo, resolve_commit(repo, "HEAD").hexsha)
+    wanted = [
+        (f"key-{n}", entry_digest(ENTRY.format(n=n, v=v), f"key-{n}") or "", archived)
+        for n, v, archived in ((1, 1, False), (1, 2, True), (2, 1, False))
+    ]
+    for commit in lineage.history.commits:
+        direct = first_parent_history(repo, commit.sha)
+        shared = lineage.history_of(commit.sha)
+        assert [(c.sha, c.pr) for c in shared.commits] == [(c.sha, c.pr) for c in direct.commits]
+        assert {n: c.sha for n, c in shared.by_pr.items()} == {
+            n: c.sha for n, c in direct.by_pr.items()
+        }
+        own_changes = path_changes(repo, commit.sha, ["benchmarks"])
+        for path in (launcher, "benchmarks/fixed/deprecated/s.sh"):
+            for normalise in (None, launcher_content):
+                mine = last_content_change(
+                    repo, shared, lineage.path_changes(["benchmarks"]), path, normalise=normalise
+                )
+                theirs = last_content_change(repo, direct, own_changes, path, normalise=normalise)
+                assert _shas(mine) == _shas(theirs), (commit.pr, path)
+        fast = block_origins(repo, commit.sha, shared, wanted, states=lineage.master_states())
+        slow = block_origins(repo, commit.sha, direct, wanted)
+        assert {
+            k: (v.origin and v.origin.sha, v.archived_since and v.archived_since.sha)
+            for k, v in fast.items()
+        } == {
+            k: (v.origin and v.origin.sha, v.archived_since and v.archived_since.sha)
+            for k, v in slow.items()
+        }

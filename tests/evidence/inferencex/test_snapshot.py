@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import git
 import pytest
 from inferencex_fixtures import RepoBuilder
 
@@ -11,6 +12,7 @@ from provenance.evidence.inferencex.snapshot import (
     check_relative_path,
     open_repo,
     resolve_commit,
+    tree_entry,
 )
 
 
@@ -72,3 +74,36 @@ def test_bare_clone_works(make_repo: Callable[[], RepoBuilder], tmp_path: object
     repo = open_repo(bare)
     snap = Snapshot(repo, resolve_commit(repo, "HEAD"))
     assert snap.read("x.txt") == b"1\n"
+
+
+def _gitpython_entry(root: git.Tree, path: str) -> tuple[str, str, int, str] | None:
+    try:
+        entry = root / path
+    except KeyError:
+        return None
+    return (entry.type, entry.hexsha, entry.mode, entry.path)
+
+
+def _cached_entry(repo: git.Repo, root: git.Tree, path: str) -> tuple[str, str, int, str] | None:
+    entry = tree_entry(repo, root, path)
+    return None if entry is None else (entry.type, entry.hexsha, entry.mode, entry.path)
+
+
+def test_tree_entry_equals_gitpython_lookups(make_repo: Callable[[], RepoBuilder]) -> None:
+    """The cached tree walk finds what ``tree / path`` finds, across commits sharing trees."""
+    builder = make_repo()
+    builder.commit("one (#1)", {"a/b.txt": "1\n", "a/c/d.sh": "2\n", "top": "3\n", "ln": "->a"})
+    builder.commit("two (#2)", {"a/c/d.sh": "changed\n", "e/f.yaml": "4\n"})
+    repo = open_repo(builder.root)
+    paths = [
+        *("a", "a/b.txt", "a/c", "a/c/d.sh", "top", "ln", "e/f.yaml", "ln/b.txt"),
+        *("missing", "a/missing", "top/x", "a/b.txt/x", "a//b.txt", "a/", "", "/a", "a/c/"),
+    ]
+    for rev in ("HEAD~1", "HEAD", "HEAD~1"):
+        root = repo.commit(rev).tree
+        for path in paths:
+            assert _cached_entry(repo, root, path) == _gitpython_entry(root, path), (rev, path)
+        snapshot = Snapshot(repo, repo.commit(rev))
+        for path in paths[:8]:
+            found = _gitpython_entry(root, path)
+            assert snapshot.blob_sha(path) == (found[1] if found and found[0] == "blob" else None)

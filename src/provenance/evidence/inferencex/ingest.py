@@ -34,17 +34,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from provenance.errors import InputError
 from provenance.evidence.inferencex.cache import CACHE_FORMAT, ExtractionCache, cache_key
 from provenance.evidence.inferencex.linkage import (
-    History,
     HistoryCommit,
+    Lineage,
     block_origins,
     changed_by,
     changelog_links,
     entry_digest,
-    first_parent_history,
     glob_filter,
     last_content_change,
     launcher_content,
-    path_changes,
     pr_head,
     require_pr_commit,
 )
@@ -470,7 +468,7 @@ class _Attribution:
 def _attribute(
     repo: git.Repo,
     snapshot: Snapshot,
-    history: History,
+    lineage: Lineage,
     drafts: list[_Draft],
     summary: IngestSummary,
 ) -> tuple[_Attribution, list[_Draft]]:
@@ -482,7 +480,8 @@ def _attribute(
     """
     result = _Attribution()
     rev = snapshot.sha
-    changes = path_changes(repo, rev, HISTORY_ROOTS)
+    history = lineage.history_of(rev)
+    changes = lineage.path_changes(HISTORY_ROOTS)
     digests: dict[tuple[str, str], str | None] = {}
     for draft in drafts:
         where = (draft.record.config_key, draft.entry_path)
@@ -494,7 +493,7 @@ def _attribute(
         for d in drafts
         if (digest := digests[(d.record.config_key, d.entry_path)]) is not None
     }
-    origins = block_origins(repo, rev, history, wanted)
+    origins = block_origins(repo, rev, history, wanted, states=lineage.master_states())
     file_change: dict[str, HistoryCommit | None] = {}
     for draft in drafts:
         for path in draft.attributed_files:
@@ -621,7 +620,9 @@ def _ingest_commit(
     only_pr: int | None,
     summary: IngestSummary,
     progress: Progress | None,
+    lineage: Lineage,
 ) -> tuple[list[EvidenceRecord], list[LedgerEntry]]:
+    """One commit's records and entries; ``lineage``: a first-parent line holding it."""
     snapshot = Snapshot(repo, commit)
     key_ok = glob_filter(keys)
 
@@ -646,13 +647,12 @@ def _ingest_commit(
 
     extraction = _Extractor(snapshot, summary, progress, relevant).run(entries)
     drafts = _collapse(extraction.drafts)
-    history = first_parent_history(repo, snapshot.sha)
-    attribution, drafts = _attribute(repo, snapshot, history, drafts, summary)
+    attribution, drafts = _attribute(repo, snapshot, lineage, drafts, summary)
     changelog_keys: dict[int, set[str]] = {}
     if only_pr is not None:
         links, _ = changelog_links(snapshot, extraction.keys)
         changelog_keys = {only_pr: links.get(only_pr, set())}
-        merge = history.commits[0]
+        merge = lineage.history.by_sha[snapshot.sha]
         kept = []
         for draft in drafts:
             backed = only_pr in attribution.links.get(draft.record.id, set())
@@ -693,6 +693,7 @@ def _cached_or_extract(
     only_pr: int | None,
     progress: Progress | None,
     cache: ExtractionCache | None,
+    lineage: Lineage,
 ) -> tuple[list[EvidenceRecord], list[LedgerEntry], IngestSummary]:
     """:func:`_ingest_commit`'s result, from ``cache`` when it holds it (then stored there)."""
     sha = str(commit.hexsha)
@@ -707,7 +708,9 @@ def _cached_or_extract(
                 return cached.records, entries, cached.summary
             cache.reject(key, problem)
     summary = IngestSummary()
-    records, entries = _ingest_commit(repo, commit, model_prefix, keys, only_pr, summary, progress)
+    records, entries = _ingest_commit(
+        repo, commit, model_prefix, keys, only_pr, summary, progress, lineage
+    )
     if cache is not None and key is not None:
         cache.store(
             key,
@@ -739,15 +742,16 @@ def extract(
     summary = IngestSummary()
     records: dict[str, EvidenceRecord] = {}
     entries: dict[int, LedgerEntry] = {}
+    lineage = Lineage.of(repo, tip.hexsha)  # one history walk for every commit
     targets: list[tuple[git.Commit, int | None]]
     if prs:
-        history = first_parent_history(repo, tip.hexsha)
+        history = lineage.history
         targets = [(repo.commit(require_pr_commit(history, n, rev).sha), n) for n in prs]
     else:
         targets = [(tip, None)]
     for commit, number in targets:
         found, made, part = _cached_or_extract(
-            repo, commit, model_prefix, keys, number, progress, cache
+            repo, commit, model_prefix, keys, number, progress, cache, lineage
         )
         summary.absorb(part)
         records.update((r.id, r) for r in found)

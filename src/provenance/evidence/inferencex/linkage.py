@@ -37,7 +37,7 @@ from provenance.evidence.inferencex.master import (
     DEPRECATED_MASTER_DIR,
     LEGACY_MASTER_PATHS,
 )
-from provenance.evidence.inferencex.snapshot import Snapshot
+from provenance.evidence.inferencex.snapshot import ParsedObjects, Snapshot
 from provenance.safe_yaml import MAX_YAML_BYTES, load_yaml_bytes, load_yaml_text
 
 PR_SUBJECT = re.compile(r"\(#(\d+)\)(?:\s*\[skip-sweep\])?\s*$")
@@ -109,6 +109,48 @@ def first_parent_history(repo: git.Repo, rev: str) -> History:
             )
         )
     return History(commits=commits)
+
+
+@dataclass
+class Lineage:
+    """The first-parent line of one tip revision, read from git once for every commit on it.
+
+    The first-parent history of a commit on the line is the line from that commit
+    on (same :class:`HistoryCommit` objects: indexes are positions on the tip's
+    line, and only their order is ever compared). :func:`path_changes` and the
+    master-config states of the tip cover every older commit too, and their users
+    skip commits that are not in the history they are given, so one walk of each
+    serves every ``--pr`` commit instead of one walk per commit.
+    """
+
+    repo: git.Repo
+    history: History
+    _changes: dict[tuple[str, ...], dict[str, list[FileChange]]] = field(default_factory=dict)
+    _states: list[MasterState] | None = None
+
+    @classmethod
+    def of(cls, repo: git.Repo, tip: str) -> Lineage:
+        return cls(repo, first_parent_history(repo, tip))
+
+    @property
+    def tip(self) -> str:
+        return self.history.commits[0].sha if self.history.commits else ""
+
+    def history_of(self, sha: str) -> History:
+        """The first-parent history of ``sha`` (a commit on this line)."""
+        start = self.history.by_sha[sha].index  # the tip's history: index == position
+        return History(commits=self.history.commits[start:])
+
+    def path_changes(self, roots: Iterable[str]) -> dict[str, list[FileChange]]:
+        token = tuple(sorted(set(roots)))
+        if token not in self._changes:
+            self._changes[token] = path_changes(self.repo, self.tip, token)
+        return self._changes[token]
+
+    def master_states(self) -> list[MasterState]:
+        if self._states is None:
+            self._states = _master_states(self.repo, self.tip)
+        return self._states
 
 
 class FileChange(BaseModel):
@@ -273,21 +315,24 @@ def _is_master_path(path: str) -> bool:
     return folder == DEPRECATED_MASTER_DIR and name.endswith(".yaml")
 
 
+def _blob_blocks(data: bytes) -> dict[str, list[str]]:
+    return key_blocks(data.decode("utf-8", "replace"))
+
+
+#: Entry digests of master-config blobs, shared by every ``--pr`` commit of an ingest
+#: (their master configs are mostly the same few hundred blobs).
+_BLOCKS = ParsedObjects(_blob_blocks, kept=512)
+
+
 @dataclass
 class _KeyIndex:
-    """Entry digests per master-config blob, read once per blob."""
+    """Entry digests per master-config blob, read once per blob (see ``_BLOCKS``)."""
 
     repo: git.Repo
-    cache: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     versions: dict[tuple[tuple[str, str], ...], _MasterVersion] = field(default_factory=dict)
 
     def blocks(self, sha: str) -> dict[str, list[str]]:
-        found = self.cache.get(sha)
-        if found is None:
-            data: bytes = self.repo.odb.stream(bytes.fromhex(sha)).read()
-            found = key_blocks(data.decode("utf-8", "replace"))
-            self.cache[sha] = found
-        return found
+        return _BLOCKS.get(self.repo, bytes.fromhex(sha))
 
     def version(self, state: Mapping[str, str]) -> _MasterVersion:
         token = tuple(sorted(state.items()))
@@ -305,7 +350,11 @@ class _KeyIndex:
         return version
 
 
-def _master_states(repo: git.Repo, rev: str) -> list[tuple[str, dict[str, str], dict[str, str]]]:
+#: (commit, master files -> blob at it, ... at its first parent)
+MasterState = tuple[str, dict[str, str], dict[str, str]]
+
+
+def _master_states(repo: git.Repo, rev: str) -> list[MasterState]:
     """(commit, master files → blob at it, … at its first parent), newest first.
 
     One ``git log --raw`` walk: the state at ``rev`` is read from its tree, each
@@ -322,7 +371,7 @@ def _master_states(repo: git.Repo, rev: str) -> list[tuple[str, dict[str, str], 
         "--",
         *master_roots(),
     )
-    states: list[tuple[str, dict[str, str], dict[str, str]]] = []
+    states: list[MasterState] = []
     commit: str | None = None
     newer = dict(state)
     for line in [*out.split("\n"), "@@"]:
@@ -397,19 +446,25 @@ def block_origins(
     rev: str,
     history: History,
     wanted: Iterable[tuple[str, str, bool]],
+    *,
+    states: list[MasterState] | None = None,
 ) -> dict[tuple[str, str], BlockOrigin]:
     """For each (key, entry digest, archived?) at ``rev``: its :class:`BlockOrigin`.
 
     One walk over the first-parent commits that touched master configs,
     newest first, stopping when every entry's origin is found. Archiving an
     entry (moving its text to ``configs/deprecated``) does not change it.
+    ``states``: the master-config states of a newer revision on the same line
+    (:meth:`Lineage.master_states`); its commits not in ``history`` are skipped.
     """
     pending = {(key, digest): archived for key, digest, archived in wanted}
     result: dict[tuple[str, str], BlockOrigin] = {k: BlockOrigin() for k in pending}
     if not pending:
         return result
     index = _KeyIndex(repo)
-    for sha, newer_state, older_state in _master_states(repo, rev):
+    if states is None:
+        states = _master_states(repo, rev)
+    for sha, newer_state, older_state in states:
         commit = history.by_sha.get(sha)
         if commit is None:
             continue

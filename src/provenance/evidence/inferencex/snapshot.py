@@ -13,19 +13,87 @@ any component that is a symlink in the git tree (mode ``120000``).
 from __future__ import annotations
 
 import posixpath
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import TypeVar, cast
+from typing import Generic, TypeVar, cast
 
 import git
+from git.objects.base import IndexObject
+from git.objects.fun import tree_entries_from_data
 
 from provenance.errors import InputError, UnsafeInputError
 from provenance.gitread import open_repo, resolve_commit
 
-__all__ = ["SYMLINK_MODE", "Snapshot", "check_relative_path", "open_repo", "resolve_commit"]
+__all__ = [
+    "SYMLINK_MODE",
+    "ParsedObjects",
+    "Snapshot",
+    "check_relative_path",
+    "open_repo",
+    "resolve_commit",
+    "tree_entry",
+]
 
 SYMLINK_MODE = 0o120000
 T = TypeVar("T")
+
+
+class ParsedObjects(Generic[T]):
+    """The parsed form of the most recently read git objects, by binary object id.
+
+    An object's content is its id's in any repository, so the commits of one
+    ingest share every object they have in common: each is read and parsed once
+    while it is among the ``kept`` most recently used.
+    """
+
+    def __init__(self, parse: Callable[[bytes], T], kept: int) -> None:
+        self._parse = parse
+        self._kept = kept
+        self._found: OrderedDict[bytes, T] = OrderedDict()
+
+    def get(self, repo: git.Repo, binsha: bytes) -> T:
+        if binsha in self._found:
+            self._found.move_to_end(binsha)
+            return self._found[binsha]
+        value = self._parse(repo.odb.stream(binsha).read())
+        self._found[binsha] = value
+        if len(self._found) > self._kept:
+            self._found.popitem(last=False)
+        return value
+
+
+def _parse_tree(data: bytes) -> dict[str, tuple[bytes, int]]:
+    """name -> (binary SHA, mode) of a tree object (GitPython's parser and name checks)."""
+    return {name: (sha, mode) for sha, mode, name in tree_entries_from_data(data)}
+
+
+_TREES = ParsedObjects(_parse_tree, kept=4096)
+#: GitPython's object class per mode type (``mode >> 12``), as ``Tree._map_id_to_type``.
+_TYPES: dict[int, type[IndexObject]] = {
+    0o04: git.Tree,
+    0o10: git.Blob,
+    0o12: git.Blob,
+    0o16: git.Submodule,
+}
+
+
+def tree_entry(repo: git.Repo, root: git.Tree, path: str) -> git.objects.Object | None:
+    """``root / path`` (None when absent), walking cached tree listings one name at a time."""
+    current: git.objects.Object = root
+    for name in path.split("/"):
+        if current.type != "tree":
+            return None
+        found = _TREES.get(repo, current.binsha).get(name)
+        if found is None:
+            return None
+        sha, mode = found
+        kind = _TYPES.get(mode >> 12)
+        if kind is None:
+            return None
+        child_path = f"{current.path}/{name}" if current.path else name
+        current = kind(repo, sha, mode, child_path)
+    return current
 
 
 def check_relative_path(path: str, *, origin: str | None = None) -> str:
@@ -60,10 +128,9 @@ class Snapshot:
     def _entry(self, path: str) -> git.objects.Object | None:
         if path in self._entries:
             return self._entries[path]
-        try:
-            entry: git.objects.Object | None = self.commit.tree / path
-        except KeyError:
-            entry = None
+        parent, _, name = path.rpartition("/")
+        base = self._entry(parent) if parent else self.commit.tree
+        entry = None if base is None else tree_entry(self.repo, base, name)
         self._entries[path] = entry
         return entry
 
