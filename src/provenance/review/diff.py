@@ -376,9 +376,15 @@ class _Pair:
 
 
 class _Differ:
-    def __init__(self, base: Sequence[VerdictEntry], head: Sequence[VerdictEntry]) -> None:
+    def __init__(
+        self,
+        base: Sequence[VerdictEntry],
+        head: Sequence[VerdictEntry],
+        base_as_head: Mapping[str, Collection[str]] | None = None,
+    ) -> None:
         self.base = base
         self.head = head
+        self.base_as_head = base_as_head or {}
         self.keys = _Keys()
         self.pairs: dict[tuple[int | None, int | None], _Pair | None] = {}
         self.lens_keys: set[tuple[str, str]] = set()
@@ -387,7 +393,10 @@ class _Differ:
         # the reports being compared).
         self._flags: dict[tuple[int, ...], RoleFlagMap] = {}
         self._changes: dict[tuple[tuple[int, ...], tuple[int, ...]], FlagChanges] = {}
-        self._new_flags: dict[tuple[int, ...], set[tuple[str, str, str]]] = {}
+        self._new_flags: dict[tuple[int, ...], bool] = {}
+        self._triples: dict[
+            tuple[int, bool], tuple[RoleFlags, frozenset[tuple[str, str, str]]]
+        ] = {}
 
     def flags(self, side: bool, index: int) -> RoleFlagMap:
         roles = (self.head if side else self.base)[index].roles
@@ -406,12 +415,29 @@ class _Differ:
         return found
 
     def new_unevidenced(self, old: VerdictEntry, entry: VerdictEntry) -> bool:
-        """Does ``entry`` carry an unevidenced major flag that ``old`` did not carry?"""
+        """Does ``entry`` carry an unevidenced major flag that ``old`` did not carry?
+        (``_unevidenced(entry.roles) - _carried(old)``, from per-role memos.)"""
         key = (*map(id, old.roles), -1, *map(id, entry.roles))
         found = self._new_flags.get(key)
         if found is None:
-            found = self._new_flags[key] = _unevidenced(entry.roles) - _carried(old)
-        return bool(found)
+            carried = [self._role_triples(r, False) for r in old.roles]
+            found = self._new_flags[key] = any(
+                not any(triple in flags for flags in carried)
+                for role in entry.roles
+                for triple in self._role_triples(role, True)
+            )
+        return found
+
+    def _role_triples(self, role: RoleFlags, unevidenced: bool) -> frozenset[tuple[str, str, str]]:
+        """(role, key, value) of the role's flags (only those without evidence if asked)."""
+        memo = self._triples.get((id(role), unevidenced))
+        if memo is not None and memo[0] is role:
+            return memo[1]
+        triples = frozenset(
+            (role.role, f.key, f.value) for f in role.flags if not (unevidenced and f.evidence)
+        )
+        self._triples[(id(role), unevidenced)] = (role, triples)
+        return triples
 
     def pair(self, before: int | None, after: int | None) -> _Pair | None:
         """The pair of these entries, or None when its combinations did not change."""
@@ -509,7 +535,10 @@ class _Differ:
         base_by_key: dict[_SetKey, int] = {}
         base_count = head_count = 0
         for index, entry in enumerate(self.base):
+            left_out = self.base_as_head.get(entry.recipe, ())
             for selection_set in entry.selections:
+                if selection_set.variant in left_out:
+                    continue  # the head's stand for them (counted there)
                 set_key = keys.set_key(entry.recipe, selection_set)
                 base_count += len(set_key[1]) * len(set_key[2])
                 base_by_key[set_key] = len(base_sets)
@@ -517,7 +546,13 @@ class _Differ:
         matched = [False] * len(base_sets)
         rest: list[tuple[int, SelectionSet, _SetKey]] = []
         for index, entry in enumerate(self.head):
+            as_head = self.base_as_head.get(entry.recipe, ())
             for selection_set in entry.selections:
+                if selection_set.variant in as_head:  # the same in the base: unchanged
+                    count = selection_set.count
+                    head_count += count
+                    base_count += count
+                    continue
                 set_key = keys.set_key(entry.recipe, selection_set)
                 count = len(set_key[1]) * len(set_key[2])
                 head_count += count
@@ -598,13 +633,12 @@ def diff_reports(
 
     ``base_as_head`` (recipe -> variants) names variants the base audit left out because
     their combinations are known to be the head's (same outcomes, see
-    :func:`provenance.review.pr_audit.variant_change`): the head's are taken for them.
+    :func:`provenance.review.pr_audit.variant_change`): they count as unchanged, in the
+    base and head totals alike, and the base's own (if any) are ignored.
     """
     base_entries: Sequence[VerdictEntry] = base.verdicts if base is not None else ()
     head_entries = head.verdicts if head is not None else ()
-    if base_as_head:
-        base_entries = [*base_entries, *_restricted(head_entries, base_as_head)]
-    differ = _Differ(base_entries, head_entries)
+    differ = _Differ(base_entries, head_entries, base_as_head)
     groups, base_count, head_count = differ.run()
     groups = [g for g in groups if g.combinations]
     groups.sort(key=_change_order)
@@ -635,21 +669,6 @@ def diff_reports(
     )
 
 
-def _restricted(
-    entries: Sequence[VerdictEntry], variants: Mapping[str, Collection[str]]
-) -> Iterator[VerdictEntry]:
-    """``entries`` cut down to the selection sets of ``variants`` (a set has one variant)."""
-    for entry in entries:
-        wanted = variants.get(entry.recipe)
-        if not wanted:
-            continue
-        sets = tuple(s for s in entry.selections if s.variant in wanted)
-        if sets:
-            values = dict(entry.__dict__)
-            values.update(selections=sets, combinations=sum(s.count for s in sets))
-            yield construct(VerdictEntry, values)
-
-
 def _change_order(group: ChangeGroup) -> tuple[bool, str, str, str]:
     first = next(group.iter_selections(), None)
     label = first.label() if first is not None else ""
@@ -670,24 +689,32 @@ def _lens(head: Sequence[VerdictEntry], lens_keys: set[tuple[str, str]]) -> tupl
         return ()
     found: dict[tuple[str, str], dict[tuple[object, ...], _LensGroup]] = {}
     lens_roles: dict[tuple[str, int], LensRole] = {}
+    # per RoleFlags (shared by many entries): its lens flags, each with its LensRole
+    role_hits: dict[int, tuple[RoleFlags, list[tuple[tuple[str, str], LensRole]]]] = {}
     for entry in head:
         if not entry.combinations:
             continue
         # per flag, its roles in this entry (a role on several nodes once, the first)
         here: dict[tuple[str, str], dict[str, LensRole]] = {}
         for role in entry.roles:
-            for flag in role.flags:
-                flag_key = (flag.key, flag.value)
-                if flag_key not in lens_keys:
-                    continue
-                roles = here.setdefault(flag_key, {})
-                if role.role not in roles:
+            known = role_hits.get(id(role))
+            if known is None or known[0] is not role:
+                hits = []
+                for flag in role.flags:
+                    flag_key = (flag.key, flag.value)
+                    if flag_key not in lens_keys:
+                        continue
                     memo = (role.role, id(flag.evidence))
                     lens_role = lens_roles.get(memo)
                     if lens_role is None or lens_role.evidence is not flag.evidence:
                         lens_role = lens_roles[memo] = construct(
                             LensRole, {"role": role.role, "evidence": flag.evidence}
                         )
+                    hits.append((flag_key, lens_role))
+                known = role_hits[id(role)] = (role, hits)
+            for flag_key, lens_role in known[1]:
+                roles = here.setdefault(flag_key, {})
+                if role.role not in roles:
                     roles[role.role] = lens_role
         for flag_key, roles in here.items():
             # entries differing only in what the lens does not show share one occurrence
