@@ -311,7 +311,7 @@ class _Keys:
     def _pools(self, pd: PdPools) -> tuple[int, ...]:
         known = self._by_object.get(id(pd))
         if known is not None and known[0] is pd:
-            return tuple(known[1])  # a tuple already: stored by this method
+            return known[1]
         ids = []
         for prefill in pd.prefill:
             for decode in pd.decode:

@@ -5,7 +5,9 @@
 writes the files each side needs into private temporary directories (from git
 blobs — the user's work tree is never touched), audits both sides with the same
 ledger and evidence (loaded once, with one normaliser and one judge per recipe
-for both sides), and diffs the two audits.
+for both sides), and diffs the two audits. When the PR changes only the contents
+of some variants of one recipe, the base audits just those variants
+(:func:`variant_change` says when the others cannot differ).
 """
 
 from __future__ import annotations
