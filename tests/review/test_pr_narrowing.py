@@ -3,6 +3,7 @@ the one of two whole audits (``per_selection_diff`` on full base and head report
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -125,3 +126,43 @@ def test_narrowing_names_the_changed_variants(tmp_path: Path) -> None:
     assert found is not None
     assert (found.recipe, found.changed) == ("MiniMaxAI/MiniMax-M3", {"mxfp8", "nvfp4"})
     assert found.unchanged == {"default", "mxfp4"}
+
+
+HISTORY = EMBEDDED.parent.parent / "shared" / "corpus" / "recipes-history" / "MiniMax-M3"
+
+
+@pytest.mark.corpus
+@pytest.mark.slow
+def test_history_of_minimax_m3_narrowed_diffs_equal_whole_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every consecutive pair of MiniMax-M3's recipe history: where the base is narrowed,
+    the diff is the per-selection diff of two whole audits."""
+    if not HISTORY.is_dir():
+        pytest.skip("../shared/corpus is not available")
+    import git
+
+    work = tmp_path / "recipes-repo"
+    shutil.copytree(EMBEDDED, work)
+    repo = git.Repo.init(work)
+    repo.git.config("user.email", "t@example.invalid")
+    repo.git.config("user.name", "t")
+    commits = []
+    for version in sorted(HISTORY.glob("*.yaml")):
+        shutil.copy(version, work / MODEL)
+        repo.git.add(A=True)
+        commits.append(repo.index.commit(version.stem).hexsha)
+    filters = AuditFilters(features="none", hardware=("b200", "h200", "mi355x"))
+    narrowed_pairs = 0
+    real_variant_change = pr_audit.variant_change
+    for base, head in itertools.pairwise(commits):
+        monkeypatch.setattr(pr_audit, "variant_change", real_variant_change)
+        request = PrAuditRequest(repo=work, base=base, head=head, filters=filters)
+        narrowed = run_pr_audit(request)
+        if narrowed.narrowed is None:
+            continue
+        narrowed_pairs += 1
+        monkeypatch.setattr(pr_audit, "variant_change", lambda *args: None)
+        whole = run_pr_audit(request)
+        assert_same_as_per_selection(narrowed.diff, whole.base_report, whole.head_report)
+    assert narrowed_pairs >= 3
