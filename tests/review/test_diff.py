@@ -212,3 +212,20 @@ def test_markdown_and_text_stay_bounded_for_many_changed_shapes() -> None:
     assert f"… {150 - MAX_CHANGE_ROWS} more rows in the JSON output." in md
     assert len(md) < 65536  # a GitHub comment's limit
     assert f"… {150 - MAX_CHANGE_ROWS} more rows in the JSON output" in text.getvalue()
+
+
+def test_json_reads_back_and_matches_the_published_schema() -> None:
+    import json
+
+    import jsonschema
+
+    from provenance.schemas import generate
+
+    base = report(_pd_entry("h200", GUIDE, TP8), entry(sel("nvfp4", "b200"), REC, TP8))
+    head = report(_pd_entry("h200", GUIDE, TP8 | INDEXER_UNBACKED))
+    diff = diff_reports(base, head, base_label="a", head_label="b")
+    text = diff.model_dump_json(by_alias=True)
+    assert DiffReport.model_validate_json(text) == diff
+    document = json.loads(text)
+    assert document["schema"] == "provenance.diff/v2"
+    jsonschema.validate(document, generate("diff"))
