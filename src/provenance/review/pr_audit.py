@@ -138,6 +138,13 @@ def variant_change(base_root: Path, head_root: Path, model: str) -> VariantChang
 
 
 def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
+    # Both audits, the evidence graph and the diff allocate many long-lived objects and
+    # hardly any cycle: no collection until the result is built (the audit does the same).
+    with gc_paused():
+        return _run_pr_audit(request)
+
+
+def _run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
     repo = open_repo(request.repo)
     base = resolve_commit(repo, request.base)
     head = resolve_commit(repo, request.head)
@@ -180,15 +187,13 @@ def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
         head_report = _audit_side(
             head_present, head, request, request.filters, Path(head_dir), shared
         )
-    # The diff allocates no cycles, but collections would rescan both reports' objects.
-    with gc_paused():
-        diff = diff_reports(
-            base_report,
-            head_report,
-            base_label=base.hexsha[:12],
-            head_label=head.hexsha[:12],
-            base_as_head={narrowed.recipe: narrowed.unchanged} if narrowed is not None else None,
-        )
+    diff = diff_reports(
+        base_report,
+        head_report,
+        base_label=base.hexsha[:12],
+        head_label=head.hexsha[:12],
+        base_as_head={narrowed.recipe: narrowed.unchanged} if narrowed is not None else None,
+    )
     return PrAuditResult(
         changed=changed,
         base_report=base_report,
