@@ -113,7 +113,9 @@ def variant_change(base_root: Path, head_root: Path, model: str) -> VariantChang
     from provenance.recipes.rules import some_variant_runs
 
     try:
-        roots = load_recipes_root(base_root), load_recipes_root(head_root)
+        loaded = load_recipes_root(base_root)
+        # the shared files are the same on both sides (the caller's condition)
+        roots = loaded, replace(loaded, path=head_root)
         base, head = load_recipe(roots[0], model), load_recipe(roots[1], model)
     except ProvenanceError:
         return None  # the audit itself reports it, naming the revision
