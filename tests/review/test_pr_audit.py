@@ -239,3 +239,58 @@ def test_cli_pr_audit_gate_exit_codes_and_formats(tmp_path: Path) -> None:
     assert "gate: PASS" in result.output
     result = runner.invoke(cli, ["audit", "--repo", str(work), "--base", base])
     assert result.exit_code == 2 and "--repo, --base and --head go together" in result.output
+
+
+def test_cli_pr_audit_sarif_points_at_the_recipe_in_the_repository(tmp_path: Path) -> None:
+    """The head recipe is read from git into a private copy that is gone when the
+    output is written: SARIF names the file by its path in the repository and finds
+    lines in the text kept with the report."""
+    import json
+
+    from click.testing import CliRunner
+
+    from provenance.cli.main import cli
+
+    repo = _init(tmp_path)
+    work = Path(repo.working_tree_dir)
+    _without_mxfp8_indexer(work / MODEL)
+    base = _commit(repo, "base")
+    shutil.copy(EMBEDDED / MODEL, work / MODEL)
+    head = _commit(repo, "head")
+    # the work tree no longer has the head's file: lines must come from git's copy
+    (work / MODEL).write_text("# not the head revision\n")
+    ledger = _ledger(tmp_path)
+    result = CliRunner().invoke(
+        cli,
+        [
+            "audit",
+            "--repo",
+            str(work),
+            "--base",
+            base,
+            "--head",
+            head,
+            "--ledger",
+            str(ledger),
+            "--evidence",
+            str(tmp_path / "evidence"),
+            "--variant",
+            "mxfp8",
+            "--hardware",
+            "b200",
+            "--features",
+            "none",
+            "--format",
+            "sarif",
+        ],  # fmt: skip
+    )
+    assert result.exit_code == 1, result.output  # the gate fails: no evidence at all
+    sarif = json.loads(result.stdout)
+    locations = [
+        loc["physicalLocation"] for r in sarif["runs"][0]["results"] for loc in r["locations"]
+    ]
+    assert locations
+    assert {loc["artifactLocation"]["uri"] for loc in locations} == {MODEL}
+    head_lines = (EMBEDDED / MODEL).read_text().count("\n")
+    assert all(1 <= loc["region"]["startLine"] <= head_lines for loc in locations)
+    assert any(loc["region"]["startLine"] > 1 for loc in locations)

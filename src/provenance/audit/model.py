@@ -22,6 +22,7 @@ from pydantic import (
     field_serializer,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from provenance.recipes.combination import PdPool, PdSelection, Selection, construct
 
@@ -342,6 +343,9 @@ class AuditReport(BaseModel):
     tool_version: str
     recipes: tuple[str, ...]
     recipe_files: dict[str, str] = Field(default_factory=dict)
+    #: recipe -> the text of its file, when the file is not on disk at ``recipe_files``
+    #: (a PR audit reads recipes from git); not part of the JSON output.
+    recipe_texts: SkipJsonSchema[dict[str, str]] = Field(default_factory=dict, exclude=True)
     ledger: str | None = None
     offline: bool = True
     notices: tuple[str, ...] = ()

@@ -26,7 +26,7 @@ from provenance.audit.model import AuditReport, Reason, ReasonCode, VerdictEntry
 from provenance.errors import ProvenanceError
 from provenance.escaping import terminal
 from provenance.recipes.combination import Selection
-from provenance.safe_yaml import KeyPath, LoadedYaml, load_yaml
+from provenance.safe_yaml import KeyPath, LoadedYaml, load_yaml, load_yaml_text
 
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 #: Where each reason code is documented (``#<code>`` anchors).
@@ -239,6 +239,17 @@ def _selections(entry: VerdictEntry) -> tuple[Selection, ...]:
     return tuple(entry.iter_selections())
 
 
+def _locator(report: AuditReport, recipe: str) -> FlagLocator | None:
+    """The line finder of ``recipe``'s file (its kept text when the file is not on disk)."""
+    path = report.recipe_files.get(recipe)
+    if not path:
+        return None
+    text = report.recipe_texts.get(recipe)
+    if text is not None:
+        return FlagLocator(load_yaml_text(text, path))
+    return FlagLocator(load_yaml(Path(path)))
+
+
 def build(report: AuditReport) -> dict[str, Any]:
     locators: dict[str, FlagLocator | None] = {}
     results: dict[tuple[object, ...], _Result] = {}
@@ -247,8 +258,7 @@ def build(report: AuditReport) -> dict[str, Any]:
             continue
         locator = locators.get(entry.recipe)
         if entry.recipe not in locators:
-            path = report.recipe_files.get(entry.recipe)
-            locator = FlagLocator(load_yaml(Path(path))) if path else None
+            locator = _locator(report, entry.recipe)
             locators[entry.recipe] = locator
         for selection in _selections(entry):
             for reason in entry.reasons:

@@ -75,7 +75,7 @@ def _audit_side(
     if not present:
         return None
     try:
-        return run_audit(
+        report = run_audit(
             AuditInputs(
                 recipes=tuple(present),
                 recipes_root=workdir,
@@ -91,6 +91,24 @@ def _audit_side(
             rel = exc.location.path[len(str(workdir)) :].lstrip("/")
             exc.location = replace(exc.location, path=f"{commit.hexsha[:12]}:{rel}")
         raise
+    return _repo_relative(report, workdir)
+
+
+def _repo_relative(report: AuditReport, workdir: Path) -> AuditReport:
+    """The report with each recipe file named by its path in the repository (the private
+    copy in ``workdir`` is gone once the audit returns) and its text kept in
+    ``recipe_texts`` for the outputs that point at lines (SARIF)."""
+    files: dict[str, str] = {}
+    texts: dict[str, str] = {}
+    for recipe, path in report.recipe_files.items():
+        copy = Path(path)
+        try:
+            files[recipe] = copy.resolve().relative_to(workdir.resolve()).as_posix()
+        except ValueError:
+            files[recipe] = path
+            continue
+        texts[recipe] = copy.read_text(encoding="utf-8")
+    return report.model_copy(update={"recipe_files": files, "recipe_texts": texts})
 
 
 def variant_change(base_root: Path, head_root: Path, model: str) -> VariantChange | None:
