@@ -94,7 +94,7 @@ def main() -> None:
     best = {name: float("inf") for name in runs}
     results: dict[str, Any] = {}
     gc.collect()
-    gc.disable()  # as in the audit (validator._gc_paused)
+    gc.disable()  # as in the audit (validator.gc_paused)
     for _ in range(args.repeat):
         for name, run in runs.items():
             start = time.process_time()
