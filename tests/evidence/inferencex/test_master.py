@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 from inferencex_fixtures import MASTER_DISAGG, RepoBuilder
 
 from provenance.errors import InputError
+from provenance.evidence.inferencex import master
 from provenance.evidence.inferencex.master import (
     expand_concurrency,
     hardware_of_runner,
@@ -199,3 +201,43 @@ def test_text_prefilter_keeps_lines_and_entries(make_repo: Callable[[], RepoBuil
     assert fast.entries == full.entries and len(fast.entries) == 1
     none = load_master_configs(snap, wanted=wanted, prefilter=lambda k, p: False)
     assert none.entries == () and none.warnings == ()
+
+
+def test_reused_file_results_equal_a_fresh_read(
+    make_repo: Callable[[], RepoBuilder], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``reuse`` parses each (path, blob) once across commits; the result is a fresh read's."""
+    builder = make_repo()
+    builder.commit("add (#1)", {"configs/nvidia-master.yaml": SINGLE})
+    builder.commit("disagg (#2)", {"configs/amd-master.yaml": MASTER_DISAGG + "broken: [1\n"})
+    builder.commit("fix (#3)", {"configs/amd-master.yaml": MASTER_DISAGG})
+    parsed: list[str] = []
+    real = master._file_entries
+
+    def counting(raw: bytes, path: str, *args: Any) -> Any:
+        parsed.append(path)
+        return real(raw, path, *args)
+
+    monkeypatch.setattr(master, "_file_entries", counting)
+    reuse: master.FileResults = {}
+    for rev in ("HEAD~2", "HEAD", "HEAD~2"):
+        fresh = load_master_configs(_snapshot(builder, rev))
+        assert load_master_configs(_snapshot(builder, rev), reuse=reuse) == fresh
+    with pytest.raises(InputError):  # a file that is not YAML is never kept
+        load_master_configs(_snapshot(builder, "HEAD~1"), reuse=reuse)
+    parsed.clear()
+    with pytest.raises(InputError):
+        load_master_configs(_snapshot(builder, "HEAD~1"), reuse=reuse)
+    # the nvidia file's blob was kept from the other commits; the broken one is read again
+    assert parsed == ["configs/amd-master.yaml"]
+
+
+def test_recent_files_keep_the_most_recently_used() -> None:
+    recent = master.RecentFiles(kept=2)
+    one: master.FileResult = ((), ("one",))
+    recent[("a", "1")] = one
+    recent[("b", "2")] = ((), ())
+    assert recent.get(("a", "1")) == one  # now the most recent
+    recent[("c", "3")] = ((), ())
+    assert list(recent) == [("a", "1"), ("c", "3")]
+    assert recent.get(("b", "2")) is None

@@ -47,8 +47,10 @@ from provenance.evidence.inferencex.linkage import (
     require_pr_commit,
 )
 from provenance.evidence.inferencex.master import (
+    FileResults,
     MasterEntry,
     MultiNodePoint,
+    RecentFiles,
     SingleNodePoint,
     load_master_configs,
 )
@@ -612,6 +614,15 @@ def _select(model_prefix: str | None, keys: str | None) -> Callable[[str, Any], 
     return wanted
 
 
+@dataclass
+class _Shared:
+    """What every commit of one ingest reads alike: the tip's first-parent line and the
+    master-config files (by path and blob; the model-prefix and key filters are fixed)."""
+
+    lineage: Lineage
+    masters: FileResults = field(default_factory=RecentFiles)
+
+
 def _ingest_commit(
     repo: git.Repo,
     commit: git.Commit,
@@ -620,17 +631,20 @@ def _ingest_commit(
     only_pr: int | None,
     summary: IngestSummary,
     progress: Progress | None,
-    lineage: Lineage,
+    shared: _Shared,
 ) -> tuple[list[EvidenceRecord], list[LedgerEntry]]:
-    """One commit's records and entries; ``lineage``: a first-parent line holding it."""
+    """One commit's records and entries (``shared.lineage``: a first-parent line holding it)."""
     snapshot = Snapshot(repo, commit)
+    lineage = shared.lineage
     key_ok = glob_filter(keys)
 
     def prefilter(key: str, prefix: str | None) -> bool:
         # keep entries whose prefix is not written plainly: ``wanted`` decides those
         return key_ok(key) and (model_prefix is None or prefix in (None, model_prefix))
 
-    masters = load_master_configs(snapshot, wanted=_select(model_prefix, keys), prefilter=prefilter)
+    masters = load_master_configs(
+        snapshot, wanted=_select(model_prefix, keys), prefilter=prefilter, reuse=shared.masters
+    )
     summary.warnings.extend(masters.warnings)
     summary.commits.append(snapshot.sha)
     entries = list(masters.entries)
@@ -693,7 +707,7 @@ def _cached_or_extract(
     only_pr: int | None,
     progress: Progress | None,
     cache: ExtractionCache | None,
-    lineage: Lineage,
+    shared: _Shared,
 ) -> tuple[list[EvidenceRecord], list[LedgerEntry], IngestSummary]:
     """:func:`_ingest_commit`'s result, from ``cache`` when it holds it (then stored there)."""
     sha = str(commit.hexsha)
@@ -709,7 +723,7 @@ def _cached_or_extract(
             cache.reject(key, problem)
     summary = IngestSummary()
     records, entries = _ingest_commit(
-        repo, commit, model_prefix, keys, only_pr, summary, progress, lineage
+        repo, commit, model_prefix, keys, only_pr, summary, progress, shared
     )
     if cache is not None and key is not None:
         cache.store(
@@ -742,16 +756,16 @@ def extract(
     summary = IngestSummary()
     records: dict[str, EvidenceRecord] = {}
     entries: dict[int, LedgerEntry] = {}
-    lineage = Lineage.of(repo, tip.hexsha)  # one history walk for every commit
+    shared = _Shared(Lineage.of(repo, tip.hexsha))  # one history walk for every commit
     targets: list[tuple[git.Commit, int | None]]
     if prs:
-        history = lineage.history
+        history = shared.lineage.history
         targets = [(repo.commit(require_pr_commit(history, n, rev).sha), n) for n in prs]
     else:
         targets = [(tip, None)]
     for commit, number in targets:
         found, made, part = _cached_or_extract(
-            repo, commit, model_prefix, keys, number, progress, cache, lineage
+            repo, commit, model_prefix, keys, number, progress, cache, shared
         )
         summary.absorb(part)
         records.update((r.id, r) for r in found)

@@ -14,7 +14,8 @@ inclusive); multinode rows keep the whole concurrency list in one point.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -468,11 +469,43 @@ def _load(raw: bytes, path: str, prefilter: TextFilter | None) -> LoadedYaml:
     return load_yaml_bytes(raw, path)
 
 
+#: (file path, blob SHA) -> the entries and warnings that file gives (one filter pair).
+FileKey = tuple[str, str]
+FileResult = tuple[tuple[MasterEntry, ...], tuple[str, ...]]
+FileResults = MutableMapping[FileKey, FileResult]
+
+
+class RecentFiles(OrderedDict[FileKey, FileResult]):
+    """:data:`FileResults` keeping the ``kept`` most recently used files only.
+
+    Consecutive commits share most master-config files (the archives in
+    ``configs/deprecated`` rarely change) while the active files change at
+    nearly every PR: an unbounded map would keep every version's entries.
+    """
+
+    def __init__(self, kept: int = 32) -> None:
+        super().__init__()
+        self.kept = kept
+
+    def get(self, key: FileKey, default: FileResult | None = None) -> FileResult | None:  # type: ignore[override]
+        if key not in self:
+            return default
+        self.move_to_end(key)
+        return self[key]
+
+    def __setitem__(self, key: FileKey, value: FileResult) -> None:
+        super().__setitem__(key, value)
+        self.move_to_end(key)
+        while len(self) > self.kept:
+            self.popitem(last=False)
+
+
 def load_master_configs(
     snapshot: Snapshot,
     *,
     wanted: Any = None,
     prefilter: TextFilter | None = None,
+    reuse: FileResults | None = None,
 ) -> MasterConfigs:
     """Every config key at the snapshot's commit.
 
@@ -485,6 +518,10 @@ def load_master_configs(
     reported in ``warnings`` (with file:line) and skipped; a file that is not
     valid YAML raises InputError. ``prefilter`` (see :func:`narrow_text`) must
     keep at least every entry ``wanted`` keeps; it only saves parsing time.
+
+    ``reuse`` keeps each file's result by (path, blob SHA) across calls — a
+    file's entries depend on nothing else — and must only be shared by calls
+    with the same ``wanted`` and ``prefilter``.
     """
     entries: list[MasterEntry] = []
     files: dict[str, str] = {}
@@ -495,22 +532,37 @@ def load_master_configs(
         if raw is None or sha is None:
             continue
         files[path] = sha
-        loaded = _load(raw, path, prefilter)
-        if loaded.data is None:
-            continue  # empty, or every entry filtered out
-        if not isinstance(loaded.data, Mapping):
-            warnings.append(f"{path}: not a mapping of config keys; skipped")
-            continue
-        for key, value in loaded.data.items():
-            if not _is_entry(value):
-                continue
-            key_text = str(key)
-            if wanted is not None and not wanted(key_text, value):
-                continue
-            try:
-                entries.append(parse_entry(key_text, loaded, sha))
-            except (InputError, ValidationError) as exc:
-                warnings.append(f"skipped config key {key_text!r}: {exc}")
+        found = reuse.get((path, sha)) if reuse is not None else None
+        if found is None:
+            found = _file_entries(raw, path, sha, wanted, prefilter)
+            if reuse is not None:
+                reuse[(path, sha)] = found
+        entries.extend(found[0])
+        warnings.extend(found[1])
     return MasterConfigs(
         commit=snapshot.sha, files=files, entries=tuple(entries), warnings=tuple(warnings)
     )
+
+
+def _file_entries(
+    raw: bytes, path: str, sha: str, wanted: Any, prefilter: TextFilter | None
+) -> tuple[tuple[MasterEntry, ...], tuple[str, ...]]:
+    """The entries of one master-config file and the warnings it gives."""
+    loaded = _load(raw, path, prefilter)
+    if loaded.data is None:
+        return (), ()  # empty, or every entry filtered out
+    if not isinstance(loaded.data, Mapping):
+        return (), (f"{path}: not a mapping of config keys; skipped",)
+    entries: list[MasterEntry] = []
+    warnings: list[str] = []
+    for key, value in loaded.data.items():
+        if not _is_entry(value):
+            continue
+        key_text = str(key)
+        if wanted is not None and not wanted(key_text, value):
+            continue
+        try:
+            entries.append(parse_entry(key_text, loaded, sha))
+        except (InputError, ValidationError) as exc:
+            warnings.append(f"skipped config key {key_text!r}: {exc}")
+    return tuple(entries), tuple(warnings)

@@ -155,6 +155,12 @@ def _launcher_variables(text: str, base: dict[str, str]) -> dict[str, str]:
 
 def script_candidates(launcher_text: str, routing: Mapping[str, str]) -> list[str]:
     """Single-node benchmark script paths a launcher composes, in text order."""
+    return list(_script_candidates(launcher_text, tuple(routing.items())))
+
+
+@functools.lru_cache(maxsize=4096)
+def _script_candidates(launcher_text: str, routing: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """:func:`script_candidates`, once per launcher text and routing (points share them)."""
     variables = _launcher_variables(launcher_text, dict(routing))
     found: list[str] = []
     for line in launcher_text.split("\n"):
@@ -172,7 +178,7 @@ def script_candidates(launcher_text: str, routing: Mapping[str, str]) -> list[st
                 continue
             if path not in found:
                 found.append(path)
-    return found
+    return tuple(found)
 
 
 def routing_variables(entry: MasterEntry, point: SingleNodePoint) -> dict[str, str]:
