@@ -260,30 +260,12 @@ def test_cli_pr_audit_sarif_points_at_the_recipe_in_the_repository(tmp_path: Pat
     # the work tree no longer has the head's file: lines must come from git's copy
     (work / MODEL).write_text("# not the head revision\n")
     ledger = _ledger(tmp_path)
-    result = CliRunner().invoke(
-        cli,
-        [
-            "audit",
-            "--repo",
-            str(work),
-            "--base",
-            base,
-            "--head",
-            head,
-            "--ledger",
-            str(ledger),
-            "--evidence",
-            str(tmp_path / "evidence"),
-            "--variant",
-            "mxfp8",
-            "--hardware",
-            "b200",
-            "--features",
-            "none",
-            "--format",
-            "sarif",
-        ],  # fmt: skip
-    )
+    args = [
+        "audit", "--repo", str(work), "--base", base, "--head", head,
+        "--ledger", str(ledger), "--evidence", str(tmp_path / "evidence"),
+        "--variant", "mxfp8", "--hardware", "b200", "--features", "none", "--format", "sarif",
+    ]  # fmt: skip
+    result = CliRunner().invoke(cli, args)
     assert result.exit_code == 1, result.output  # the gate fails: no evidence at all
     sarif = json.loads(result.stdout)
     locations = [
