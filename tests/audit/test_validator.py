@@ -15,8 +15,13 @@ from audit_builders import (
     single_record,
 )
 
-from provenance.audit.model import AuditReport, ReasonCode, VerdictEntry, VerdictKind
-from provenance.audit.validator import RecipeInput, audit, entry_selections
+from provenance.audit.model import (
+    AuditReport,
+    ReasonCode,
+    VerdictEntry,
+    VerdictKind,
+)
+from provenance.audit.validator import RecipeInput, audit
 from provenance.evidence.record import EvidenceRecord, RoleTopology
 from provenance.ledger.model import LedgerEntry
 from provenance.recipes.combination import RenderResult, Selection
@@ -316,12 +321,12 @@ def test_identical_outcomes_are_grouped() -> None:
     report = run(combos, [record], [entry(1, record)])
     assert len(report.verdicts) == 2
     grouped = report.verdicts[0]
-    assert grouped.combinations == 2 and len(entry_selections(grouped)) == 2
+    assert grouped.combinations == 2 and len(list(grouped.iter_selections())) == 2
     assert report.verdicts[1].combinations == 1
     assert report.summary.combinations == 3
     assert report.summary.recommended == 2
     assert report.summary.by_reason == {"flag-unevidenced": 1}
-    assert sum(len(entry_selections(v)) for v in report.verdicts) == 3
+    assert sum(len(list(v.iter_selections())) for v in report.verdicts) == 3
 
 
 def test_each_distinct_command_is_normalised_once() -> None:

@@ -40,9 +40,7 @@ from provenance.audit.model import (
     SelectionSet,
     VerdictEntry,
     VerdictKind,
-    selection_count,
 )
-from provenance.audit.model import entry_selections as entry_selections  # re-exported
 from provenance.audit.reverse import reverse_entries
 from provenance.audit.scope import EVIDENCE_ROLE, ROLE_ORDER, deployment_kind
 from provenance.errors import ProvenanceError
@@ -625,7 +623,7 @@ def summarise(verdicts: Sequence[VerdictEntry], count: int) -> AuditSummary:
     recommended = guide_only = declared = 0
     by_reason: Counter[str] = Counter()
     for entry in verdicts:
-        size = selection_count(entry)
+        size = entry.combinations
         if entry.verdict is VerdictKind.RECOMMENDED:
             recommended += size
             continue

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from provenance.audit.model import AuditReport, Reason, VerdictEntry, VerdictKind
+from provenance.audit.model import AuditReport, Reason, VerdictKind
 
 #: How many reasons a summary row names.
 TOP_REASONS = 5
@@ -19,10 +19,6 @@ _PRIORITY = {
     "evidence-not-validated": 5,
     "missing-flag": 6,
 }
-
-
-def entry_selection_count(entry: VerdictEntry) -> int:
-    return entry.combinations
 
 
 #: Most PR sources named in a reason label.

@@ -46,7 +46,6 @@ from provenance.audit.model import (
     NearestEvidence,
     Reason,
     RoleFlags,
-    VerdictEntry,
     VerdictKind,
 )
 from provenance.ledger.model import SweepRun
@@ -360,10 +359,6 @@ def _runs(codes: list[int]) -> list[int]:
     return out
 
 
-def _selections_of(entry: VerdictEntry) -> tuple[Selection, ...]:
-    return tuple(entry.iter_selections())
-
-
 def build_page_data(
     report: AuditReport,
     *,
@@ -392,7 +387,7 @@ def build_page_data(
         )
         group = group_rows.add(row)
         pairs = group_pairs.setdefault(group, [])
-        for selection in _selections_of(entry):
+        for selection in entry.iter_selections():
             shape_feat = (enc.shape(entry.recipe, selection), enc.feature_set(selection))
             pairs.append(shape_feat)
             if diff is not None:

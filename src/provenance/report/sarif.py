@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from provenance import __version__
-from provenance.audit.model import AuditReport, Reason, ReasonCode, VerdictEntry
+from provenance.audit.model import AuditReport, Reason, ReasonCode
 from provenance.errors import ProvenanceError
 from provenance.escaping import terminal
 from provenance.recipes.combination import Selection
@@ -235,10 +235,6 @@ def _inert(value: str | None) -> str | None:
     return None if value is None else terminal(value)
 
 
-def _selections(entry: VerdictEntry) -> tuple[Selection, ...]:
-    return tuple(entry.iter_selections())
-
-
 def _locator(report: AuditReport, recipe: str) -> FlagLocator | None:
     """The line finder of ``recipe``'s file (its kept text when the file is not on disk)."""
     path = report.recipe_files.get(recipe)
@@ -260,7 +256,7 @@ def build(report: AuditReport) -> dict[str, Any]:
         if entry.recipe not in locators:
             locator = _locator(report, entry.recipe)
             locators[entry.recipe] = locator
-        for selection in _selections(entry):
+        for selection in entry.iter_selections():
             for reason in entry.reasons:
                 located = reason.flag if reason.code is not ReasonCode.MISSING_FLAG else None
                 line = (

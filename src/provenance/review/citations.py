@@ -185,10 +185,6 @@ def _selections(entry: VerdictEntry) -> dict[tuple[str, str, str], int]:
     return out
 
 
-def _count(entry: VerdictEntry) -> int:
-    return entry.combinations
-
-
 def _reason_key(reason: Reason) -> tuple[str, str, str, str, str]:
     return (
         reason.code.value,
