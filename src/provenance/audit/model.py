@@ -264,27 +264,18 @@ class VerdictEntry(BaseModel):
         if single is not None:
             items.insert(0, single)
         sets = [SelectionSet.of(i) if isinstance(i, Selection) else i for i in items]
+        if "combinations" not in data:  # count them, validating each set once, here
+            sets = [
+                s if isinstance(s, SelectionSet) else SelectionSet.model_validate(s) for s in sets
+            ]
+            data["combinations"] = sum(s.count for s in sets)
         data["selections"] = tuple(sets)
-        if "combinations" not in data:
-            data["combinations"] = sum(
-                s.count if isinstance(s, SelectionSet) else SelectionSet.model_validate(s).count
-                for s in sets
-            )
         return data
 
     def iter_selections(self) -> Iterator[Selection]:
         """Every combination of the entry, one :class:`Selection` each."""
         for selection_set in self.selections:
             yield from selection_set.selections()
-
-
-def entry_selections(entry: VerdictEntry) -> tuple[Selection, ...]:
-    """Every combination of ``entry`` as a plain selection (expands the cross-products)."""
-    return tuple(entry.iter_selections())
-
-
-def selection_count(entry: VerdictEntry) -> int:
-    return entry.combinations
 
 
 class RecordSummary(BaseModel):
@@ -359,57 +350,35 @@ class AuditReport(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _resolve_record_indexes(cls, data: Any) -> Any:
-        """Read the JSON form back: a flag's evidence indexes become references again."""
+        """Read the JSON form back: a flag's evidence indexes become references again
+        (anything else is left for validation to judge)."""
         if not isinstance(data, dict) or not data.get("records"):
             return data
-        table = [
-            r if isinstance(r, dict) else r.model_dump() if isinstance(r, BaseModel) else r
-            for r in data["records"]
-        ]
-        verdicts = data.get("verdicts") or ()
-        if not any(
-            isinstance(ref, int)
-            for entry in verdicts
-            if isinstance(entry, dict)
-            for role in entry.get("roles") or ()
-            if isinstance(role, dict)
-            for flag in role.get("flags") or ()
-            if isinstance(flag, dict)
-            for ref in flag.get("evidence") or ()
-        ):
-            return data
+        table = [r.model_dump() if isinstance(r, BaseModel) else r for r in data["records"]]
 
         def resolve(ref: Any) -> Any:
             if isinstance(ref, int) and not isinstance(ref, bool) and 0 <= ref < len(table):
                 row = table[ref]
                 if isinstance(row, dict):
                     return {"record": row.get("record"), "prs": row.get("prs", ())}
-            return ref  # left for validation to refuse
+            return ref
 
-        data = dict(data)
-        data["verdicts"] = [
-            {
-                **entry,
-                "roles": [
-                    {
-                        **role,
-                        "flags": [
-                            {**flag, "evidence": [resolve(r) for r in flag.get("evidence") or ()]}
-                            if isinstance(flag, dict)
-                            else flag
-                            for flag in role.get("flags") or ()
-                        ],
-                    }
-                    if isinstance(role, dict)
-                    else role
-                    for role in entry.get("roles") or ()
-                ],
-            }
-            if isinstance(entry, dict)
-            else entry
-            for entry in verdicts
-        ]
-        return data
+        def flag(item: Any) -> Any:
+            if not isinstance(item, dict):
+                return item
+            return {**item, "evidence": [resolve(r) for r in item.get("evidence") or ()]}
+
+        def role(item: Any) -> Any:
+            if not isinstance(item, dict):
+                return item
+            return {**item, "flags": [flag(f) for f in item.get("flags") or ()]}
+
+        def entry(item: Any) -> Any:
+            if not isinstance(item, dict):
+                return item
+            return {**item, "roles": [role(r) for r in item.get("roles") or ()]}
+
+        return {**data, "verdicts": [entry(e) for e in data.get("verdicts") or ()]}
 
     def record_index(self) -> dict[str, int]:
         """``{record id: index in records}``, the serialisation context of the JSON report."""
