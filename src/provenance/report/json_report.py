@@ -26,8 +26,6 @@ from provenance.audit.model import (
     AuditReport,
     EvidenceRef,
     FlagProvenance,
-    NearestEvidence,
-    Reason,
     SelectionSet,
     VerdictEntry,
 )
@@ -42,16 +40,16 @@ def _text(value: object) -> str:
 
 
 class _EntryWriter:
-    """Serialises verdict entries, each shared part once."""
+    """Serialises the verdict entries of one report, each shared part once.
+
+    Parts are cached by ``id``: the report being written keeps every one of them alive,
+    so no id is reused while the writer exists.
+    """
 
     def __init__(self, context: dict[str, Any]) -> None:
         self.context = context
-        self._flags: dict[tuple[object, ...], str] = {}
-        self._parts: dict[int, tuple[BaseModel, str]] = {}
-        self._flag_lists: dict[int, tuple[tuple[FlagProvenance, ...], str]] = {}
+        self._json: dict[int, str] = {}
         self._texts: dict[object, str] = {}
-        # every object whose id keys a cache stays alive as long as the writer
-        self._kept: list[object] = []
 
     def _value(self, value: str | int | None) -> str:
         found = self._texts.get(value)
@@ -59,27 +57,18 @@ class _EntryWriter:
             found = self._texts[value] = _text(value)
         return found
 
-    def _flag_json(self, flag: FlagProvenance) -> str:
-        # equal flags with the same evidence tuple serialise alike
-        key = (flag.key, flag.value, flag.cls, id(flag.evidence))
-        found = self._flags.get(key)
+    def _part_json(self, part: BaseModel) -> str:
+        found = self._json.get(id(part))
         if found is None:
-            self._kept.append(flag.evidence)
-            found = self._flags[key] = flag.model_dump_json(by_alias=True, context=self.context)
+            found = part.model_dump_json(by_alias=True, context=self.context)
+            self._json[id(part)] = found
         return found
 
     def _flags_json(self, flags: tuple[FlagProvenance, ...]) -> str:
-        found = self._flag_lists.get(id(flags))
-        if found is None or found[0] is not flags:
-            text = f"[{','.join(self._flag_json(f) for f in flags)}]"
-            found = self._flag_lists[id(flags)] = (flags, text)
-        return found[1]
-
-    def _part_json(self, part: Reason | NearestEvidence) -> str:
-        found = self._parts.get(id(part))
-        if found is None or found[0] is not part:
-            found = self._parts[id(part)] = (part, part.model_dump_json(by_alias=True))
-        return found[1]
+        found = self._json.get(id(flags))
+        if found is None:
+            found = self._json[id(flags)] = f"[{','.join(self._part_json(f) for f in flags)}]"
+        return found
 
     def entry(self, entry: VerdictEntry) -> str:
         value = self._value
