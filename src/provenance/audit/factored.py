@@ -54,6 +54,7 @@ from provenance.recipes.enumerate import (
     FeaturePick,
     ShapeCell,
     enumerate_cells,
+    enumerate_selections,
 )
 from provenance.recipes.loader import Recipe, RecipesRoot
 from provenance.recipes.rules import recipe_is_omni
@@ -66,6 +67,7 @@ from provenance.recipes.synthesis import (
     model_id_of,
     parse_units,
     pool_role_keys,
+    render_omni,
     result_deploy_type,
     shape_role_keys,
 )
@@ -103,9 +105,6 @@ def audit_cells(
 ) -> None:
     """Feed every selection of ``recipe`` to ``auditor``, shape cell by shape cell."""
     if recipe_is_omni(recipe):
-        from provenance.recipes.enumerate import enumerate_selections
-        from provenance.recipes.synthesis import render_omni
-
         for selection in enumerate_selections(recipe, root, options):
             auditor.add(selection, render_omni(recipe, root, selection))
         return
@@ -208,8 +207,8 @@ class CellAuditor:
             return self._template_names[template]
         prefix, kv_args, _ = self.renderer.parts(template)
         names: set[str] | None = set()
-        if kv_args[0] and not kv_args[0][0].startswith("-"):
-            names = None  # a value first: it would attach to the features' last flag
+        if not _flag_first(kv_args):
+            names = None  # a value first could attach to the features' last flag
         unit_facts = self.auditor.normaliser.unit_facts
         for flag, unit in (*prefix[1], *kv_args[1]):
             facts = unit_facts(unit)
@@ -311,10 +310,7 @@ class CellAuditor:
                 role: [pool_role_keys(shape, role, pool) for pool in pools] for role, pools in roles
             }
             templates = [k for keys in pool_keys.values() for pool in keys for k in pool]
-        if not templates:
-            for pick in cell.choices:
-                self._tally_single(cell, pick, model_id, deploy_type)
-            return
+        # every strategy deploys a process, every pool a node: templates[0] exists
         by_sig = self._by_signature(cell, templates)
         blocks: dict[CombinationKey, list[_Block]] = {}
         for sig, picks in by_sig.items():
@@ -380,7 +376,7 @@ class CellAuditor:
                 if flag is not None:
                     names.add(flag)
                 names.add(unit_facts(unit).base)
-            if kv_args[0] and not kv_args[0][0].startswith("--"):
+            if not _flag_first(kv_args):
                 reducible = False
         return frozenset(names), reducible
 
@@ -463,12 +459,11 @@ class CellAuditor:
             found = self._choices[memo_key] = feature_choice(pick.features, pick.effective)
         return found
 
-    def _tally_single(
-        self, cell: ShapeCell, pick: FeaturePick, model_id: str, deploy_type: str
-    ) -> None:
-        """A shape that deploys no process (cannot happen for a real strategy)."""
-        key = self.auditor.key_for(model_id, cell.hardware, deploy_type, cell.node_count, ())
-        self._tally(cell, model_id, {key: [([pick], None)]})
+
+def _flag_first(part: RenderedPart) -> bool:
+    """``part`` is empty or starts with a ``--flag``: nothing before it can take its first
+    token as a value, whichever units the features keep."""
+    return not part[0] or part[0][0].startswith("--")
 
 
 def _feature_names(recipe: Recipe) -> frozenset[str]:

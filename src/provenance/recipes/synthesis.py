@@ -748,7 +748,9 @@ class Renderer:
 
     def allowed_features(self, key: RoleKey) -> frozenset[str]:
         """The features whose args ``key``'s deployment renders (strategy and KV gates)."""
-        ctx = self._context(key)
+        return self._allowed_in(self._context(key))
+
+    def _allowed_in(self, ctx: _Context) -> frozenset[str]:
         allowed = self._allowed.get(id(ctx))
         if allowed is None:
             allowed = self._allowed[id(ctx)] = frozenset(_allowed_features(ctx))
@@ -761,7 +763,7 @@ class Renderer:
         these allow, so deployments that allow the same features share one part.
         """
         ctx = self._context(key)
-        allowed = self.allowed_features(key)
+        allowed = self._allowed_in(ctx)
         features = tuple(f for f in key.features if f in allowed)
         modes = (
             tuple((f, m) for f, m in key.feature_modes if f in allowed) if key.feature_modes else ()
