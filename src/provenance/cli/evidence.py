@@ -8,11 +8,11 @@ from pathlib import Path
 
 import click
 
+from provenance.cli.options import evidence_dir_option, ledger_dir_option
 from provenance.cli.runner import run
 from provenance.evidence.listing import EvidenceQuery, list_evidence, render_text
 from provenance.flags.policy import load_policy
 from provenance.ledger.model import PrRef
-from provenance.ledger.paths import default_dirs
 
 
 @click.group(name="evidence")
@@ -42,21 +42,8 @@ def _list(query: EvidenceQuery, output_format: str) -> Callable[[], int]:
     help="Only records the ledger entry of this PR references (N, #N or OWNER/REPO#N).",
 )
 @click.option("--hardware", default=None, help="Only this hardware id (b200, b300, mi355x …).")
-@click.option(
-    "--ledger",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=lambda: default_dirs().ledger,
-    show_default="ledger",
-    help="Ledger directory.",
-)
-@click.option(
-    "--evidence",
-    "evidence_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=lambda: default_dirs().evidence,
-    show_default="evidence",
-    help="Evidence store directory.",
-)
+@ledger_dir_option
+@evidence_dir_option("evidence_dir")
 @click.option(
     "--format",
     "output_format",

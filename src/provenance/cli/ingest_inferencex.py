@@ -9,12 +9,12 @@ from pathlib import Path
 
 import click
 
+from provenance.cli.options import evidence_dir_option, ledger_dir_option
 from provenance.cli.runner import run
 from provenance.escaping import terminal
 from provenance.evidence.inferencex.cache import CACHE_ENV, default_cache_dir
 from provenance.evidence.inferencex.ingest import Progress
 from provenance.evidence.inferencex.write import IngestOptions, ingest_inferencex, render_report
-from provenance.ledger.paths import default_dirs
 
 
 @contextmanager
@@ -71,20 +71,8 @@ def _run(options: IngestOptions, output_format: str, show_progress: bool) -> Cal
     metavar="N",
     help="Ingest PR N at its merge commit (found on REV's first-parent history); repeatable.",
 )
-@click.option(
-    "--ledger",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=lambda: default_dirs().ledger,
-    show_default="ledger",
-    help="Ledger directory.",
-)
-@click.option(
-    "--evidence",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=lambda: default_dirs().evidence,
-    show_default="evidence",
-    help="Evidence store directory.",
-)
+@ledger_dir_option
+@evidence_dir_option("evidence")
 @click.option(
     "--cache-dir",
     type=click.Path(file_okay=False, path_type=Path),

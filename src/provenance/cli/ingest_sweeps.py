@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 from pydantic import BaseModel, ConfigDict
 
+from provenance.cli.options import ledger_dir_option
 from provenance.cli.runner import run
 from provenance.github.client import (
     API_URL_ENV,
@@ -16,7 +17,6 @@ from provenance.github.client import (
     connect,
 )
 from provenance.github.sweeps import SweepIngestReport, ingest_sweeps, render_text
-from provenance.ledger.paths import default_dirs
 
 
 class SweepsOptions(BaseModel):
@@ -55,13 +55,7 @@ def run_sweeps(options: SweepsOptions) -> int:
     help="Only these ledger PRs (OWNER/REPO#N, REPO#N, or #N for SemiAnalysisAI/InferenceX). "
     "Default: every PR in the ledger.",
 )
-@click.option(
-    "--ledger",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=lambda: default_dirs().ledger,
-    show_default="ledger",
-    help="Ledger directory.",
-)
+@ledger_dir_option
 @click.option(
     "--token-env",
     default=DEFAULT_TOKEN_ENV,

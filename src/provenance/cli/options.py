@@ -1,4 +1,5 @@
-"""Options shared by several commands (the enumeration filters of combos/audit/cite)."""
+"""Options shared by several commands (inputs, ledger and evidence directories, and the
+enumeration filters of combos/audit/cite)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,40 @@ def split_list(values: tuple[str, ...]) -> tuple[str, ...] | None:
     """``("a,b", "c")`` → ``("a", "b", "c")``; nothing given → None (no restriction)."""
     items = tuple(v.strip() for value in values for v in value.split(",") if v.strip())
     return items or None
+
+
+def _default_ledger() -> Path:
+    from provenance.ledger.paths import default_dirs
+
+    return default_dirs().ledger
+
+
+def _default_evidence() -> Path:
+    from provenance.ledger.paths import default_dirs
+
+    return default_dirs().evidence
+
+
+#: ``--ledger DIR`` of the commands that write or list the ledger (default: the embedded one).
+ledger_dir_option = click.option(
+    "--ledger",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=_default_ledger,
+    show_default="ledger",
+    help="Ledger directory.",
+)
+
+
+def evidence_dir_option(dest: str) -> Callable[[F], F]:
+    """``--evidence DIR`` of the commands that write or list the store, into ``dest``."""
+    return click.option(
+        "--evidence",
+        dest,
+        type=click.Path(file_okay=False, path_type=Path),
+        default=_default_evidence,
+        show_default="evidence",
+        help="Evidence store directory.",
+    )
 
 
 def input_options(func: F) -> F:
