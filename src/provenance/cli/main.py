@@ -7,8 +7,9 @@ click command object; the table below maps command names to ``module:attr``.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
-from typing import Any
+from typing import NoReturn
 
 import click
 
@@ -96,5 +97,40 @@ def cli() -> None:
     """provenance: prove every flag of a vLLM serving recipe was benchmarked."""
 
 
-def main(argv: list[str] | None = None) -> Any:
-    return cli.main(args=argv, prog_name="provenance")
+def main(argv: list[str] | None = None) -> NoReturn:
+    """The console script: run the command, flush its output, and leave at once.
+
+    A finished command has nothing left to clean up (every file it wrote was
+    closed by its ``with`` block, every temporary directory removed as the
+    exception or return unwound it), so the process ends with ``os._exit``
+    after flushing stdout and stderr instead of letting the interpreter free
+    every object one by one: after a full audit that teardown alone costs
+    about 0.1 s. An exception other than ``SystemExit`` (a bug) still ends in
+    the normal traceback. Tests drive ``cli`` through click's runner, never this.
+    """
+    try:
+        cli.main(args=argv, prog_name="provenance")
+        code = 0
+    except SystemExit as exc:
+        code = exit_status(exc.code)
+    _leave(code)
+
+
+def exit_status(code: object) -> int:
+    """The process status ``sys.exit(code)`` would give (a message is printed, status 1)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _leave(code: int) -> NoReturn:
+    status = code
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: the reader has gone away
+            status = status or 1
+    os._exit(status)

@@ -1,0 +1,91 @@
+"""The console-script entry: it leaves with ``os._exit`` after flushing, so prove
+that nothing is lost on the way out (full output on a pipe and in ``--output``
+files, the exit status of every kind of ending)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from provenance.cli.main import exit_status
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _provenance(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "provenance", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize(
+    ("code", "status"), [(None, 0), (0, 0), (1, 1), (3, 3), (256, 0), (257, 1)]
+)
+def test_exit_status_follows_sys_exit(code: int | None, status: int) -> None:
+    assert exit_status(code) == status
+
+
+def test_exit_status_of_a_message_is_one_and_prints_it(capsys: pytest.CaptureFixture[str]) -> None:
+    assert exit_status("gone wrong") == 1
+    assert capsys.readouterr().err == "gone wrong\n"
+
+
+def test_large_output_on_a_pipe_arrives_whole() -> None:
+    done = _provenance(
+        "audit",
+        "MiniMaxAI/MiniMax-M3",
+        "--variant",
+        "nvfp4",
+        "--hardware",
+        "b300",
+        "--format",
+        "json",
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)  # a truncated buffer would not parse
+    assert report["schema"] == "provenance.audit/v2"
+    assert report["summary"]["combinations"] > 1000
+
+
+def test_output_file_is_complete(tmp_path: Path) -> None:
+    out = tmp_path / "audit.json"
+    done = _provenance(
+        "audit",
+        "MiniMaxAI/MiniMax-M3",
+        "--variant",
+        "nvfp4",
+        "--hardware",
+        "b300",
+        "--format",
+        "json",
+        "--output",
+        str(out),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert json.loads(out.read_text(encoding="utf-8"))["schema"] == "provenance.audit/v2"
+
+
+def test_error_status_and_diagnostic_survive_the_exit(tmp_path: Path) -> None:
+    done = _provenance("audit", str(tmp_path / "missing.yaml"))
+    assert done.returncode == 3
+    assert "missing.yaml" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_usage_error_and_version() -> None:
+    bad = _provenance("audit", "--no-such-option")
+    assert bad.returncode == 2
+    assert "No such option" in bad.stderr
+    version = _provenance("--version")
+    assert version.returncode == 0
+    assert version.stdout.startswith("provenance, version ")
