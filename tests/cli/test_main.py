@@ -16,6 +16,19 @@ from provenance.cli.main import exit_status
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
+#: A slice of the embedded MiniMax-M3 audit: large enough to span many buffer flushes.
+AUDIT_JSON = (
+    "audit",
+    "MiniMaxAI/MiniMax-M3",
+    "--variant",
+    "nvfp4",
+    "--hardware",
+    "b300",
+    "--format",
+    "json",
+)
+
+
 def _provenance(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "provenance", *args],
