@@ -21,6 +21,7 @@ from provenance.audit.validator import (
     RecipeInput,
     RoleNormaliser,
     audit,
+    gc_paused,
 )
 from provenance.errors import UsageError
 from provenance.flags.model import FlagSet
@@ -113,10 +114,13 @@ def load_graph(
 ) -> tuple[EvidenceGraph, Declarations]:
     from provenance.ledger.ledger_dir import Ledger
     from provenance.ledger.store import EvidenceStore
+    from provenance.ledger.verified import VerifiedRecords
 
     book = Ledger(ledger)
     store = EvidenceStore(evidence)
-    graph = EvidenceGraph.build(store.iter_records(), book.entries(), normaliser.major)
+    with gc_paused():
+        records = store.iter_records(VerifiedRecords.open())
+        graph = EvidenceGraph.build(records, book.entries(), normaliser.major)
     return graph, book.declarations()
 
 

@@ -1,9 +1,14 @@
-"""Default locations of the ledger and the evidence store (one place to change them)."""
+"""Default locations of the ledger, the evidence store and the local cache (one place to
+change them)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import NamedTuple
+
+#: Relocates the local cache (extractions, proven record files).
+CACHE_ENV = "PROVENANCE_CACHE_DIR"
 
 
 class LedgerDirs(NamedTuple):
@@ -30,3 +35,16 @@ def display_path(path: Path) -> Path:
         return path.relative_to(Path.cwd())
     except ValueError:
         return path
+
+
+def default_cache_dir() -> Path:
+    """``$PROVENANCE_CACHE_DIR``, else ``$XDG_CACHE_HOME/provenance``, else ``~/.cache/…``.
+
+    Local data only (never evidence): deleting it is always safe.
+    """
+    explicit = os.environ.get(CACHE_ENV)
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / "provenance"

@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from provenance.errors import IntegrityError
 from provenance.evidence.record import EvidenceRecord, canonical_json
 from provenance.ledger.atomic import atomic_write_bytes, is_temp_name, remove_stale_temp_files
+from provenance.ledger.verified import VerifiedRecords
 
 ID_PREFIX = "sha256:"
 #: Largest record file read. Real records are a few KiB; a file over this is
@@ -142,18 +143,20 @@ class EvidenceStore:
             raise IntegrityError(f"{path}: {check.problem}")
         return check.record
 
-    def iter_records(self) -> Iterator[EvidenceRecord]:
+    def iter_records(self, verified: VerifiedRecords | None = None) -> Iterator[EvidenceRecord]:
         """Every record in id order, hash-checked (the fast path of :meth:`load_all`)."""
-        records = self.load_all()
+        records = self.load_all(verified)
         for record_id in sorted(records):
             yield records[record_id]
 
-    def load_all(self) -> dict[str, EvidenceRecord]:
+    def load_all(self, verified: VerifiedRecords | None = None) -> dict[str, EvidenceRecord]:
         """Fast bulk load for the audit: every record by id, hash-checked.
 
-        Checks the SHA-256 of each file's raw content against its name and
-        ``id`` field, then validates it once from JSON (pydantic-core), which
-        keeps a few thousand records well under a second. Raises
+        Checks the SHA-256 of each file's canonical content against its name and
+        ``id`` field, then validates it once (pydantic-core). With ``verified``,
+        a file whose name and exact bytes were proven before by the same code
+        (:mod:`provenance.ledger.verified`) is only hashed raw and validated from
+        its bytes; every other file is proven in full and remembered. Raises
         IntegrityError on the first file that does not check out.
         """
         records: dict[str, EvidenceRecord] = {}
@@ -161,19 +164,36 @@ class EvidenceStore:
             name_id = self.id_of(path)
             if name_id is None:
                 raise IntegrityError(f"{path}: not a record file name (expected <62 hex>.json)")
-            data, problem = _read_json(path)
-            if problem is None:
-                problem = self._raw_problem(data, name_id)
-            if problem is not None:
-                raise IntegrityError(f"{path}: {problem}")
-            try:
-                record = EvidenceRecord.model_validate(data)
-            except ValidationError as exc:
-                raise IntegrityError(
-                    f"{path}: not an evidence record ({_first_error(exc)})"
-                ) from None
+            raw, problem = _read_bytes(path)
+            record = None
+            if verified is not None and raw is not None:
+                raw_hex = hashlib.sha256(raw).hexdigest()
+                if verified.known(name_id[len(ID_PREFIX) :], raw_hex):
+                    record = _validated_json(raw, name_id)
+            if record is None:
+                record = self._proven(path, name_id, raw, problem)
+                if verified is not None and raw is not None:
+                    verified.proven(name_id[len(ID_PREFIX) :], raw_hex)
             records[name_id] = record
+        if verified is not None:
+            verified.save()
         return records
+
+    def _proven(
+        self, path: Path, name_id: str, raw: bytes | None, problem: str | None
+    ) -> EvidenceRecord:
+        """The record in ``raw`` after the full check; IntegrityError naming ``path`` if not."""
+        data = None
+        if problem is None:
+            data, problem = _parse_json(raw or b"")
+        if problem is None:
+            problem = self._raw_problem(data, name_id)
+        if problem is not None:
+            raise IntegrityError(f"{path}: {problem}")
+        try:
+            return EvidenceRecord.model_validate(data)
+        except ValidationError as exc:
+            raise IntegrityError(f"{path}: not an evidence record ({_first_error(exc)})") from None
 
     def check_file(self, path: Path) -> RecordFileCheck:
         """Full check of one file: name, JSON, model, ``id`` field, raw and model hashes."""
@@ -256,21 +276,43 @@ def _sorted_entries(folder: Path) -> list[os.DirEntry[str]]:
         return sorted(entries, key=lambda entry: entry.name)
 
 
-def _read_json(path: Path) -> tuple[Any, str | None]:
-    """``(data, None)`` or ``(None, problem)`` for one record file."""
+def _read_bytes(path: Path) -> tuple[bytes | None, str | None]:
+    """``(raw, None)`` or ``(None, problem)`` for one record file (size-limited)."""
     try:
         size = path.stat().st_size
         if size > MAX_RECORD_BYTES:
             return None, f"file is {size} bytes, over the {MAX_RECORD_BYTES}-byte record limit"
-        raw = path.read_bytes()
+        return path.read_bytes(), None
     except OSError as exc:
         return None, f"cannot read: {exc.strerror}"
+
+
+def _parse_json(raw: bytes) -> tuple[Any, str | None]:
+    """``(data, None)`` or ``(None, problem)`` for the bytes of one record file."""
     try:
         return json.loads(raw), None
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, int digit limit
         return None, f"not valid JSON ({exc})"
     except RecursionError:
         return None, "not valid JSON (nested too deeply)"
+
+
+def _read_json(path: Path) -> tuple[Any, str | None]:
+    """``(data, None)`` or ``(None, problem)`` for one record file."""
+    raw, problem = _read_bytes(path)
+    if raw is None:
+        return None, problem
+    return _parse_json(raw)
+
+
+def _validated_json(raw: bytes, name_id: str) -> EvidenceRecord | None:
+    """The record of bytes proven before, straight from JSON; ``None`` if that disagrees
+    (then the caller proves the file in full, which names the problem)."""
+    try:
+        record = EvidenceRecord.model_validate_json(raw)
+    except ValidationError:
+        return None
+    return record if record.id == name_id else None
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import os
 import platform
 import re
 from functools import cache
@@ -39,7 +38,6 @@ from pydantic import BaseModel, ValidationError
 
 from provenance.ledger.atomic import atomic_write_bytes
 
-CACHE_ENV = "PROVENANCE_CACHE_DIR"
 #: Bumped when the layout of a cache entry changes (also part of every key).
 CACHE_FORMAT = "provenance.inferencex-extraction-cache/v1"
 #: The module whose import closure is the extractor.
@@ -47,16 +45,6 @@ EXTRACTOR_MODULE = "provenance.evidence.inferencex.ingest"
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def default_cache_dir() -> Path:
-    """``$PROVENANCE_CACHE_DIR``, else ``$XDG_CACHE_HOME/provenance``, else ``~/.cache/…``."""
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return base / "provenance"
 
 
 # --- the extractor's version ------------------------------------------------------------
