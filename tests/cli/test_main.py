@@ -102,3 +102,26 @@ def test_usage_error_and_version() -> None:
     version = _provenance("--version")
     assert version.returncode == 0
     assert version.stdout.startswith("provenance, version ")
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_exit_handlers_run_and_a_tracer_gets_a_normal_exit(traced: bool) -> None:
+    """``atexit`` handlers run either way; under a tracer (coverage, a debugger) or a
+    profiler the interpreter ends normally, so they can write their reports."""
+    script = (
+        "import atexit, sys\n"
+        + ("sys.settrace(lambda *a: None)\n" if traced else "")
+        + "atexit.register(lambda: print('handler ran', flush=True))\n"
+        "import provenance.cli.main as m\n"
+        "m.os._exit = lambda code: (print('fast exit', flush=True), m.os.abort())\n"
+        "m.main(['--version'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
+    assert "handler ran" in done.stdout
+    if traced:
+        assert done.returncode == 0
+        assert "fast exit" not in done.stdout
+    else:
+        assert "fast exit" in done.stdout
