@@ -598,9 +598,12 @@ def referenced_records(
 ) -> tuple[RecordSummary, ...]:
     """Every record a flag of ``verdicts`` cites, sorted by id (the JSON ``records`` table)."""
     ids: set[str] = set()
-    done: set[int] = set()
+    done: set[int] = set()  # roles and evidence tuples are shared: each is read once
     for entry in verdicts:
         for role in entry.roles:
+            if id(role) in done:
+                continue
+            done.add(id(role))
             for flag in role.flags:
                 refs = flag.evidence
                 if refs and id(refs) not in done:
@@ -622,6 +625,7 @@ def referenced_records(
 def summarise(verdicts: Sequence[VerdictEntry], count: int) -> AuditSummary:
     recommended = guide_only = declared = 0
     by_reason: Counter[str] = Counter()
+    codes_of: dict[int, tuple[str, ...]] = {}  # entries of one outcome share its reasons
     for entry in verdicts:
         size = entry.combinations
         if entry.verdict is VerdictKind.RECOMMENDED:
@@ -630,7 +634,11 @@ def summarise(verdicts: Sequence[VerdictEntry], count: int) -> AuditSummary:
         guide_only += size
         if entry.declared_by:
             declared += size
-        for code in dict.fromkeys(str(r.code) for r in entry.reasons):
+        reasons = entry.reasons
+        codes = codes_of.get(id(reasons))
+        if codes is None:
+            codes = codes_of[id(reasons)] = tuple(dict.fromkeys(str(r.code) for r in reasons))
+        for code in codes:
             by_reason[code] += size
     return AuditSummary(
         combinations=count,

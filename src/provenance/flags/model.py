@@ -187,7 +187,7 @@ class FlagSet(Mapping[str, str]):
             if isinstance(value, FlagSet):
                 return value
             if isinstance(value, Mapping):
-                return FlagSet({str(k): str(v) for k, v in value.items()})
+                return FlagSet(value)  # keys and values become str there
             if isinstance(value, list):
                 return FlagSet(Flag.model_validate(item) for item in value)
             raise TypeError("expected a mapping of flag key to value")
