@@ -534,12 +534,17 @@ def load_yaml_bytes(
 def load_yaml(
     path: str | Path, *, display_path: str | None = None, keep_node: bool = False
 ) -> LoadedYaml:
-    """Read and parse a YAML file from disk.
+    """Read (:func:`read_yaml_file`) and parse a YAML file from disk."""
+    shown = display_path or str(path)
+    return load_yaml_bytes(read_yaml_file(path, shown), shown, keep_node=keep_node)
+
+
+def read_yaml_file(path: str | Path, shown: str) -> bytes:
+    """The bytes of a YAML file; InputError naming ``shown`` when it cannot be one.
 
     Only regular files are read, and never more than the size limit: a checkout
     can hold a symlink to ``/dev/zero`` or a FIFO, whose ``stat`` size says 0.
     """
-    shown = display_path or str(path)
     file = Path(path)
     try:
         info = file.stat()
@@ -553,14 +558,17 @@ def load_yaml(
                 path=shown,
             )
         with file.open("rb") as handle:
-            raw = handle.read(MAX_YAML_BYTES + 1)
+            # (a buffer of the file's size, not of the limit: 2 MiB a file cost ~0.04 ms)
+            raw = handle.read(info.st_size + 1)
+            if len(raw) > info.st_size:  # it grew since: read on, up to the limit
+                raw += handle.read(MAX_YAML_BYTES + 1 - len(raw))
     except FileNotFoundError:
         raise InputError("file not found", path=shown) from None
     except IsADirectoryError:
         raise InputError("is a directory, expected a YAML file", path=shown) from None
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", path=shown) from None
-    return load_yaml_bytes(raw, shown, keep_node=keep_node)
+    return raw
 
 
 def _describe(error: dict[str, Any]) -> str:

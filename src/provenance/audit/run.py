@@ -112,6 +112,7 @@ def ledger_dirs(inputs: AuditInputs) -> tuple[Path, Path]:
 def load_graph(
     ledger: Path, evidence: Path, normaliser: RoleNormaliser
 ) -> tuple[EvidenceGraph, Declarations]:
+    from provenance.ledger.entry_cache import ParsedEntries
     from provenance.ledger.ledger_dir import Ledger
     from provenance.ledger.store import EvidenceStore
     from provenance.ledger.verified import VerifiedRecords
@@ -120,7 +121,8 @@ def load_graph(
     store = EvidenceStore(evidence)
     with gc_paused():
         records = store.iter_records(VerifiedRecords.open())
-        graph = EvidenceGraph.build(records, book.entries(), normaliser.major)
+        entries = book.entries(ParsedEntries.open())
+        graph = EvidenceGraph.build(records, entries, normaliser.major)
     return graph, book.declarations()
 
 

@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from provenance.audit.model import ReasonCode
 from provenance.errors import InputError
 from provenance.ledger.atomic import atomic_write_bytes
+from provenance.ledger.entry_cache import ParsedEntries
 from provenance.ledger.model import (
     DECLARATIONS_SCHEMA,
     LEDGER_PR_SCHEMA,
@@ -34,7 +35,13 @@ from provenance.ledger.model import (
     LedgerEntry,
     PrRef,
 )
-from provenance.safe_yaml import LoadedYaml, load_yaml, parse_model
+from provenance.safe_yaml import (
+    LoadedYaml,
+    load_yaml,
+    load_yaml_bytes,
+    parse_model,
+    read_yaml_file,
+)
 
 PRS_DIR = "prs"
 DECLARATIONS_FILE = "declarations.yaml"
@@ -201,20 +208,27 @@ class Ledger:
 
     def load_entry_file(self, path: Path) -> LedgerEntry:
         """Parse one entry file; InputError (file:line) when malformed or misnamed."""
-        loaded = load_yaml(path)
-        _check_schema(loaded, LEDGER_PR_SCHEMA, "ledger entry")
-        entry = parse_model(LedgerEntry, loaded)
-        if path.stem != entry.pr.file_stem:
-            raise InputError(
-                f"file name does not match the entry's PR {entry.pr} "
-                f"(expected {entry.pr.file_stem}.yaml)",
-                location=loaded.location(("pr",)),
-            )
-        return entry
+        return _entry_of(load_yaml(path), path)
 
-    def entries(self) -> list[LedgerEntry]:
-        """Every entry, in file-name order."""
-        return [self.load_entry_file(path) for path in self.entry_paths()]
+    def entries(self, parsed: ParsedEntries | None = None) -> list[LedgerEntry]:
+        """Every entry, in file-name order.
+
+        With ``parsed``, a file whose name and exact bytes were parsed before by the
+        same code (:mod:`provenance.ledger.entry_cache`) is validated from the entry's
+        remembered JSON; every other file is parsed in full and remembered.
+        """
+        if parsed is None:
+            return [self.load_entry_file(path) for path in self.entry_paths()]
+        entries = []
+        for path in self.entry_paths():
+            raw = read_yaml_file(path, str(path))
+            entry = parsed.entry(path.name, raw)
+            if entry is None:
+                entry = _entry_of(load_yaml_bytes(raw, str(path)), path)
+                parsed.parsed(path.name, raw, entry)
+            entries.append(entry)
+        parsed.save()
+        return entries
 
     def entry(self, pr: PrRef) -> LedgerEntry | None:
         path = self.path_of(pr)
@@ -246,6 +260,20 @@ class Ledger:
 
     def write_declarations(self, declarations: Declarations) -> bool:
         return _write_if_changed(self.declarations_path, render_declarations(declarations))
+
+
+def _entry_of(loaded: LoadedYaml, path: Path) -> LedgerEntry:
+    """The entry in the YAML loaded from ``path``; InputError (file:line) when malformed
+    or when the file name does not match its PR."""
+    _check_schema(loaded, LEDGER_PR_SCHEMA, "ledger entry")
+    entry = parse_model(LedgerEntry, loaded)
+    if path.stem != entry.pr.file_stem:
+        raise InputError(
+            f"file name does not match the entry's PR {entry.pr} "
+            f"(expected {entry.pr.file_stem}.yaml)",
+            location=loaded.location(("pr",)),
+        )
+    return entry
 
 
 def _check_declarations(declarations: Declarations, loaded: LoadedYaml) -> None:
