@@ -40,7 +40,7 @@ from functools import partial
 
 from provenance.audit.judge import CombinationKey, Outcome
 from provenance.audit.model import FeatureChoice, PdPools, SelectionSet, feature_choice
-from provenance.audit.validator import RawRoles, RecipeAuditor
+from provenance.audit.validator import RawRoles, RecipeAuditor, combination_key
 from provenance.flags.model import FlagSet
 from provenance.recipes.combination import (
     PdPool,
@@ -316,9 +316,7 @@ class CellAuditor:
         for sig, picks in by_sig.items():
             if layout is None:
                 raw: RawRoles = tuple((t.role, self._major(t, sig, model_id)) for t in templates)
-                key = self.auditor.key_for(
-                    model_id, cell.hardware, deploy_type, cell.node_count, raw
-                )
+                key = combination_key(model_id, cell.hardware, deploy_type, cell.node_count, raw)
                 blocks.setdefault(key, []).append((picks, None))
                 continue
             prefill_raw, decode_raw = (
@@ -329,7 +327,7 @@ class CellAuditor:
             for index, (p, d) in enumerate(layout.pairs):
                 buckets.setdefault(prefill_raw[p] + decode_raw[d], []).append(index)
             for raw, pairs in buckets.items():
-                key = self.auditor.key_for(model_id, cell.hardware, deploy_type, None, raw)
+                key = combination_key(model_id, cell.hardware, deploy_type, None, raw)
                 blocks.setdefault(key, []).append((picks, pairs))
         self._tally(cell, model_id, blocks)
 

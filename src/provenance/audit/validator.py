@@ -339,7 +339,7 @@ class RecipeAuditor:
         memo_key = (model_id, hardware, deploy_type, node_count, raw)
         key = self._keys.get(memo_key)
         if key is None:
-            key = self._keys[memo_key] = _build_key(
+            key = self._keys[memo_key] = combination_key(
                 model_id, hardware, deploy_type, node_count, raw
             )
         return key
@@ -425,9 +425,11 @@ class RecipeAuditor:
         return entries
 
 
-def _build_key(
+def combination_key(
     model_id: str, hardware: str, deploy_type: str, node_count: int | None, raw: RawRoles
 ) -> CombinationKey:
+    """The combination key of a deployment from its processes' major flags (no memo:
+    :meth:`RecipeAuditor.key_for` memoises it for callers that repeat keys)."""
     per_role: dict[str, list[FlagSet]] = {}
     names: list[str] = []
     for recipe_role, major in raw:
