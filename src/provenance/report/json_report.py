@@ -49,6 +49,8 @@ class _EntryWriter:
         self._json: dict[int, str] = {}
         #: a scalar, or the head values of a selection set -> its JSON text
         self._texts: dict[Hashable, str] = {}
+        #: id of a model -> ``[its JSON text]`` (most arrays hold one part: pools, reasons)
+        self._singles: dict[int, str] = {}
 
     # Cache misses: serialise (pydantic) and remember ----------------------------------
 
@@ -58,6 +60,10 @@ class _EntryWriter:
 
     def _part(self, part: BaseModel) -> str:
         found = self._json[id(part)] = part.model_dump_json(by_alias=True, context=self.context)
+        return found
+
+    def _single(self, part: BaseModel) -> str:
+        found = self._singles[id(part)] = f"[{self._json.get(id(part)) or self._part(part)}]"
         return found
 
     def _shared_array(self, parts: Sequence[BaseModel]) -> str:
@@ -83,6 +89,9 @@ class _EntryWriter:
 
     def _array(self, parts: Sequence[BaseModel]) -> str:
         """``[part,...]``, each part serialised once; the array itself is seldom shared."""
+        if len(parts) == 1:
+            (only,) = parts
+            return self._singles.get(id(only)) or self._single(only)
         cached, part = self._json.get, self._part
         return f"[{','.join([cached(id(p)) or part(p) for p in parts])}]"
 
@@ -100,7 +109,7 @@ class _EntryWriter:
     def entry(self, entry: VerdictEntry) -> str:
         cached, texts = self._json.get, self._texts.get
         recipe, verdict, declared_by = entry.recipe, entry.verdict, entry.declared_by
-        nearest, evidence = entry.nearest, entry.evidence
+        nearest, evidence = entry.nearest, entry.evidence  # mostly empty
         role = self._role
         return (
             f'{{"recipe":{texts(recipe) or self._value(recipe)},'
@@ -109,23 +118,29 @@ class _EntryWriter:
             f'"verdict":{texts(verdict) or self._value(verdict)},'
             f'"roles":[{",".join([cached(id(r)) or role(r) for r in entry.roles])}],'
             f'"reasons":{self._array(entry.reasons)},'
-            f'"nearest":{cached(id(nearest)) or self._shared_array(nearest)},'
-            f'"evidence":{cached(id(evidence)) or self._shared_array(evidence)},'
+            f'"nearest":{self._array(nearest) if nearest else "[]"},'
+            f'"evidence":{self._array(evidence) if evidence else "[]"},'
             f'"declared_by":{texts(declared_by) or self._value(declared_by)}}}'
         )
 
 
-def write(report: AuditReport, out: TextIO) -> None:
-    context = {RECORD_INDEX: report.record_index()}
-    # everything before the verdicts, then everything after them, as the model writes it
-    head = report.model_dump_json(
-        by_alias=True, context=context, exclude={"verdicts", "reverse", "claims"}
-    )
-    tail = report.model_dump_json(by_alias=True, context=context, include={"reverse", "claims"})
-    out.write(f'{head[:-1]},"verdicts":[')
+def _write_verdicts(verdicts: Sequence[VerdictEntry], context: dict[str, Any], out: TextIO) -> None:
+    """``[entry,...]``, a few entries per ``write`` (the writer's caches end here)."""
     writer = _EntryWriter(context)
-    verdicts = report.verdicts
+    out.write("[")
     for start in range(0, len(verdicts), _ENTRIES_PER_WRITE):
         chunk = ",".join(map(writer.entry, verdicts[start : start + _ENTRIES_PER_WRITE]))
         out.write(f",{chunk}" if start else chunk)
-    out.write(f"],{tail[1:]}\n")
+    out.write("]")
+
+
+def write(report: AuditReport, out: TextIO) -> None:
+    context = {RECORD_INDEX: report.record_index()}
+    # what comes before the verdicts and what comes after them, as the model writes it
+    head = report.model_dump_json(
+        by_alias=True, context=context, exclude={"verdicts", "reverse", "claims"}
+    )
+    out.write(f'{head[:-1]},"verdicts":')
+    _write_verdicts(report.verdicts, context, out)
+    tail = report.model_dump_json(by_alias=True, context=context, include={"reverse", "claims"})
+    out.write(f",{tail[1:]}\n")
