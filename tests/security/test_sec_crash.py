@@ -87,7 +87,8 @@ def build_history(root: Path, commits: int = 3) -> tuple[RepoBuilder, list[str]]
 def _command(kind: str, repo: Path, rev: str, out: Path, run_id: int) -> list[str]:
     ledger, evidence = str(out / "ledger"), str(out / "evidence")
     if kind == "ingest":
-        base = ["ingest", "inferencex", str(repo), "--rev", rev]
+        # no extraction cache: a cached re-extraction finishes before most kills land
+        base = ["ingest", "inferencex", str(repo), "--rev", rev, "--no-cache"]
         return [*base, "--ledger", ledger, "--evidence", evidence]
     return [
         "ledger",
@@ -115,6 +116,14 @@ def _start(args: list[str], cwd: Path) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def _duration(args: list[str], cwd: Path) -> float:
+    """Seconds one run of ``args`` takes to the end, start-up included."""
+    start = time.monotonic()
+    done = run_provenance(args, cwd=cwd)
+    assert done.returncode == EXIT_OK, done.stderr
+    return time.monotonic() - start
 
 
 def _wait_for_lock(lock: Path, child: subprocess.Popen[str], limit: float = 60.0) -> bool:
@@ -151,6 +160,12 @@ def test_sigkill_of_real_ingest_and_add_sweep_loses_nothing(tmp_path: Path) -> N
     out = tmp_path / "out"
     lock = out / "ledger" / ".lock"
     tally = Tally()
+    # how long each kind of command runs here, undisturbed: the random kills land
+    # within that time whatever the speed of the machine and of the tool
+    duration = {
+        kind: _duration(_command(kind, builder.root, revs[-1], tmp_path / "warm", 999), tmp_path)
+        for kind in ("ingest", "add-sweep")
+    }
     for iteration in range(ITERATIONS):
         kind = rng.choice(["ingest", "ingest", "add-sweep"])
         rev = rng.choice(revs)
@@ -162,7 +177,7 @@ def test_sigkill_of_real_ingest_and_add_sweep_loses_nothing(tmp_path: Path) -> N
             time.sleep(rng.uniform(0.0, 0.05))
         else:
             in_write = False
-            time.sleep(rng.uniform(0.0, 2.5))
+            time.sleep(rng.uniform(0.0, 0.9 * duration[kind]))
         child.send_signal(signal.SIGKILL)
         _, stderr = child.communicate()
         if child.returncode == -signal.SIGKILL:
