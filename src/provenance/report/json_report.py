@@ -10,8 +10,8 @@ Verdict entries share their parts: the roles of one judgement, the same reasons 
 nearest evidence, the same feature choices and PD pools in their selection sets.
 :class:`_EntryWriter` serialises each shared part once (pydantic, so the text is
 exactly the model's) and joins the pieces in the model's field order;
-``tests/report/test_audit_reports.py`` checks the result byte for byte against
-``model_dump_json``.
+``tests/report/test_json_report.py`` checks the result byte for byte against
+``model_dump_json`` (on generated reports and on the embedded audit).
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ from provenance.audit.model import RECORD_INDEX, AuditReport, RoleFlags, Selecti
 #: The fields of a selection set written before ``features`` and ``pd`` (its last two).
 _SET_HEAD = tuple(name for name in SelectionSet.model_fields if name not in ("features", "pd"))
 _set_head_key = attrgetter(*_SET_HEAD)
+_REPORT_FIELDS = tuple(AuditReport.model_fields)
+#: The report's fields written after ``verdicts`` (the rest, but for them, comes before).
+_AFTER_VERDICTS = frozenset(_REPORT_FIELDS[_REPORT_FIELDS.index("verdicts") + 1 :])
 #: Verdict entries joined into one ``write``: about 40 kB of text, fewer calls than one
 #: per entry, without building the whole 38 MB document.
 _ENTRIES_PER_WRITE = 8
@@ -110,11 +113,15 @@ class _EntryWriter:
         cached, texts = self._json.get, self._texts.get
         recipe, verdict, declared_by = entry.recipe, entry.verdict, entry.declared_by
         nearest, evidence = entry.nearest, entry.evidence  # mostly empty
-        role = self._role
+        role, selections = self._role, entry.selections
+        sets = (  # mostly one
+            self._selection_set(selections[0])
+            if len(selections) == 1
+            else ",".join(map(self._selection_set, selections))
+        )
         return (
             f'{{"recipe":{texts(recipe) or self._value(recipe)},'
-            f'"combinations":{entry.combinations},'
-            f'"selections":[{",".join(map(self._selection_set, entry.selections))}],'
+            f'"combinations":{entry.combinations},"selections":[{sets}],'
             f'"verdict":{texts(verdict) or self._value(verdict)},'
             f'"roles":[{",".join([cached(id(r)) or role(r) for r in entry.roles])}],'
             f'"reasons":{self._array(entry.reasons)},'
@@ -136,11 +143,11 @@ def _write_verdicts(verdicts: Sequence[VerdictEntry], context: dict[str, Any], o
 
 def write(report: AuditReport, out: TextIO) -> None:
     context = {RECORD_INDEX: report.record_index()}
-    # what comes before the verdicts and what comes after them, as the model writes it
+    # the fields before the verdicts (``schema`` first: never empty), then those after
     head = report.model_dump_json(
-        by_alias=True, context=context, exclude={"verdicts", "reverse", "claims"}
+        by_alias=True, context=context, exclude={"verdicts", *_AFTER_VERDICTS}
     )
     out.write(f'{head[:-1]},"verdicts":')
     _write_verdicts(report.verdicts, context, out)
-    tail = report.model_dump_json(by_alias=True, context=context, include={"reverse", "claims"})
+    tail = report.model_dump_json(by_alias=True, context=context, include=set(_AFTER_VERDICTS))
     out.write(f",{tail[1:]}\n")
