@@ -128,6 +128,7 @@ class CellAuditor:
         self._sig_parts: dict[tuple[str, ...], RenderedPart] = {}
         self._choices: dict[tuple[object, ...], FeatureChoice] = {}
         self._layouts: dict[int, _PoolLayout] = {}
+        self._pools: dict[tuple[tuple[PdPool, ...], tuple[PdPool, ...]], PdPools] = {}
         self._feature_names = _feature_names(recipe)
         self._groupings: dict[
             tuple[object, ...],
@@ -401,7 +402,7 @@ class CellAuditor:
                         pd_modes.add(pools[index][1].parallelism)
                 for declared, declared_picks in self._declared(cell, picks, state.outcome):
                     choices = self._choices_of(declared_picks)
-                    for pd in _products(pools, pairs):
+                    for pd in _products(pools, pairs, self._pd_pools):
                         selections = self._set(cell, choices, pd)
                         auditor.add_set(
                             state,
@@ -450,6 +451,17 @@ class CellAuditor:
             },
         )
 
+    def _pd_pools(self, prefill: tuple[PdPool, ...], decode: tuple[PdPool, ...]) -> PdPools:
+        """One (frozen) object per distinct pool product: a recipe has a few dozen, its
+        selection sets thousands of references to them (the JSON writer serialises each
+        object once)."""
+        found = self._pools.get((prefill, decode))
+        if found is None:
+            found = self._pools[(prefill, decode)] = construct(
+                PdPools, {"prefill": prefill, "decode": decode}
+            )
+        return found
+
     def _choice(self, pick: FeaturePick) -> FeatureChoice:
         memo_key = (pick.features, tuple(pick.effective.items()))
         found = self._choices.get(memo_key)
@@ -490,9 +502,12 @@ def _example(cell: ShapeCell, pick_index: int, pair_index: int) -> Selection:
 
 
 def _products(
-    pools: Sequence[tuple[PdPool, PdPool, bool]], pairs: list[int] | None
+    pools: Sequence[tuple[PdPool, PdPool, bool]],
+    pairs: list[int] | None,
+    shared: Callable[[tuple[PdPool, ...], tuple[PdPool, ...]], PdPools],
 ) -> list[PdPools | None]:
-    """The pool ``pairs`` (indexes into ``pools``) as a few prefill × decode products."""
+    """The pool ``pairs`` (indexes into ``pools``) as a few prefill × decode products,
+    each the ``shared`` object for its pools."""
     if pairs is None:
         return [None]
     by_prefill: dict[PdPool, list[PdPool]] = {}
@@ -502,7 +517,4 @@ def _products(
     merged: dict[tuple[PdPool, ...], list[PdPool]] = {}
     for prefill, decodes in by_prefill.items():
         merged.setdefault(tuple(decodes), []).append(prefill)
-    return [
-        construct(PdPools, {"prefill": tuple(prefills), "decode": decodes})
-        for decodes, prefills in merged.items()
-    ]
+    return [shared(tuple(prefills), decodes) for decodes, prefills in merged.items()]
