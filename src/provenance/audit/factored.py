@@ -128,7 +128,7 @@ class CellAuditor:
         self._sig_parts: dict[tuple[str, ...], RenderedPart] = {}
         self._choices: dict[tuple[object, ...], FeatureChoice] = {}
         self._layouts: dict[int, _PoolLayout] = {}
-        self._pools: dict[tuple[tuple[PdPool, ...], tuple[PdPool, ...]], PdPools] = {}
+        self._pools: dict[tuple[int, ...], PdPools] = {}
         self._feature_names = _feature_names(recipe)
         self._groupings: dict[
             tuple[object, ...],
@@ -455,9 +455,12 @@ class CellAuditor:
         """One (frozen) object per distinct pool product: a recipe has a few dozen, its
         selection sets thousands of references to them (the JSON writer serialises each
         object once)."""
-        found = self._pools.get((prefill, decode))
+        # by the pools' ids (hashing a pydantic model is slow); the cells' pool objects
+        # are shared and stay alive with the selection sets that hold them
+        memo_key = (*map(id, prefill), 0, *map(id, decode))
+        found = self._pools.get(memo_key)
         if found is None:
-            found = self._pools[(prefill, decode)] = construct(
+            found = self._pools[memo_key] = construct(
                 PdPools, {"prefill": prefill, "decode": decode}
             )
         return found
