@@ -513,11 +513,19 @@ def _products(
     each the ``shared`` object for its pools."""
     if pairs is None:
         return [None]
-    by_prefill: dict[PdPool, list[PdPool]] = {}
+    # grouped by the pools' field values: equal to grouping by the models, whose
+    # (Python-level) hash and equality cost more than the rest of this function
+    by_prefill: dict[tuple[object, ...], tuple[PdPool, list[PdPool]]] = {}
     for index in pairs:
         prefill, decode, _ = pools[index]
-        by_prefill.setdefault(prefill, []).append(decode)
-    merged: dict[tuple[PdPool, ...], list[PdPool]] = {}
-    for prefill, decodes in by_prefill.items():
-        merged.setdefault(tuple(decodes), []).append(prefill)
-    return [shared(tuple(prefills), decodes) for decodes, prefills in merged.items()]
+        by_prefill.setdefault(_fields(prefill), (prefill, []))[1].append(decode)
+    merged: dict[tuple[object, ...], tuple[tuple[PdPool, ...], list[PdPool]]] = {}
+    for prefill, decodes in by_prefill.values():
+        values = tuple(_fields(d) for d in decodes)
+        merged.setdefault(values, (tuple(decodes), []))[1].append(prefill)
+    return [shared(tuple(prefills), decodes) for decodes, prefills in merged.values()]
+
+
+def _fields(pool: PdPool) -> tuple[object, ...]:
+    """The field values of a pool: two pools are equal exactly when these are."""
+    return tuple(pool.__dict__.values())
