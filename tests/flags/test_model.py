@@ -3,12 +3,15 @@ definitions."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel, ValidationError
 
 from provenance.flags.model import FlagSet
 
@@ -60,3 +63,41 @@ def test_a_pickled_flagset_is_rehashed_by_the_process_that_loads_it() -> None:
         return done.stdout
 
     assert run(load, "2", run(dump, "1")).split() == [b"found", b"True"]
+
+
+class _Holder(BaseModel):
+    flags: FlagSet
+
+
+@pytest.mark.parametrize("bad", [5, "x", None, 1.5, True])
+def test_a_non_mapping_is_a_validation_error_in_both_modes(bad: object) -> None:
+    """Never a bare TypeError: a record file or a cache entry with such a role must
+    be reported as invalid input, not crash the command."""
+    with pytest.raises(ValidationError, match="expected a mapping of flag key to value"):
+        _Holder.model_validate({"flags": bad})
+    with pytest.raises(ValidationError, match="expected a mapping of flag key to value"):
+        _Holder.model_validate_json(json.dumps({"flags": bad}))
+
+
+@settings(max_examples=200)
+@given(
+    st.dictionaries(
+        st.text(min_size=1, max_size=12),
+        st.one_of(st.text(max_size=12), st.integers(), st.booleans()),
+        max_size=8,
+    )
+)
+def test_json_and_python_validation_agree(items: dict[str, object]) -> None:
+    """JSON objects of strings take a fast path; every JSON form gives the same FlagSet
+    as validating the parsed value in Python."""
+    raw = json.dumps({"flags": items})
+    from_json = _Holder.model_validate_json(raw).flags
+    from_python = _Holder.model_validate(json.loads(raw)).flags
+    assert from_json == from_python
+    assert list(from_json.items()) == list(from_python.items())
+    assert hash(from_json) == hash(from_python)
+
+
+def test_json_list_form_still_validates() -> None:
+    raw = json.dumps({"flags": [{"key": "b", "value": "2"}, {"key": "a", "value": "1"}]})
+    assert _Holder.model_validate_json(raw).flags == FlagSet({"a": "1", "b": "2"})

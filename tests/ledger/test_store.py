@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from ledger_factories import make_record
 from ledger_workspace import Workspace
 
 from provenance.errors import IntegrityError
+from provenance.evidence.record import canonical_json
 from provenance.ledger.store import (
     MAX_RECORD_BYTES,
     EvidenceStore,
@@ -123,6 +125,29 @@ def test_garbage_files_are_integrity_errors(workspace: Workspace, content: bytes
         store.get(record_id)
     with pytest.raises(IntegrityError):
         store.load_all()
+
+
+@pytest.mark.parametrize("role", [5, "serve", None, [1]])
+def test_a_self_consistent_record_with_a_bad_role_is_an_integrity_error(
+    workspace: Workspace, role: object
+) -> None:
+    """Content that hashes to its own name but is not a record (a role that is not a
+    mapping of flags) is refused with the file named, never a bare exception."""
+    content = record_file_bytes(make_record(0).with_id())
+    data = json.loads(content)
+    data.pop("id")
+    data["roles"] = {"serve": role}
+    record_id = "sha256:" + hashlib.sha256(canonical_json(data)).hexdigest()
+    data["id"] = record_id
+    path = workspace.store.path_of(record_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, sort_keys=True, indent=2) + "\n", encoding="utf-8")
+    with pytest.raises(IntegrityError, match="not an evidence record"):
+        workspace.store.load_all()
+    with pytest.raises(IntegrityError, match="not an evidence record"):
+        workspace.store.get(record_id)
+    (check,) = workspace.store.check_all()
+    assert check.problem is not None and "not an evidence record" in check.problem
 
 
 def test_bad_ids_are_refused(workspace: Workspace) -> None:

@@ -180,6 +180,14 @@ class FlagSet(Mapping[str, str]):
         return dict(self._items)
 
     @classmethod
+    def _of_strings(cls, items: dict[str, str]) -> FlagSet:
+        """A FlagSet of a dict whose keys and values are already str (validated JSON)."""
+        made = cls.__new__(cls)
+        made._items = dict(sorted(items.items()))
+        made._hash = made._key_set = made._item_set = None
+        return made
+
+    @classmethod
     def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
         from pydantic_core import core_schema
 
@@ -190,15 +198,30 @@ class FlagSet(Mapping[str, str]):
                 return FlagSet(value)  # keys and values become str there
             if isinstance(value, list):
                 return FlagSet(Flag.model_validate(item) for item in value)
-            raise TypeError("expected a mapping of flag key to value")
+            # a ValueError, not a TypeError: pydantic reports it as a validation error
+            raise ValueError("expected a mapping of flag key to value")
 
-        return core_schema.no_info_plain_validator_function(
-            validate,
-            json_schema_input_schema=core_schema.dict_schema(
-                core_schema.str_schema(), core_schema.str_schema()
+        strings = core_schema.dict_schema(core_schema.str_schema(), core_schema.str_schema())
+        any_form = core_schema.no_info_plain_validator_function(validate)
+        return core_schema.json_or_python_schema(
+            # JSON: an object of strings is checked in Rust (most of a record's validation
+            # time went to this function otherwise); any other form as in Python
+            json_schema=core_schema.union_schema(
+                [core_schema.no_info_after_validator_function(cls._of_strings, strings), any_form],
+                mode="left_to_right",
+                custom_error_type="flag_set",
+                custom_error_message="expected a mapping of flag key to value",
             ),
+            python_schema=any_form,
             serialization=core_schema.plain_serializer_function_ser_schema(lambda fs: fs.to_json()),
         )
+
+    # (the JSON Schema of a FlagSet field: an object of strings)
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        return handler(core_schema.dict_schema(core_schema.str_schema(), core_schema.str_schema()))
 
 
 class FlagSetDiff(BaseModel):
