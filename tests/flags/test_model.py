@@ -101,3 +101,14 @@ def test_json_and_python_validation_agree(items: dict[str, object]) -> None:
 def test_json_list_form_still_validates() -> None:
     raw = json.dumps({"flags": [{"key": "b", "value": "2"}, {"key": "a", "value": "1"}]})
     assert _Holder.model_validate_json(raw).flags == FlagSet({"a": "1", "b": "2"})
+
+
+@given(plain, plain)
+def test_of_strings_and_merged_equal_the_general_constructor(
+    left: dict[str, str], right: dict[str, str]
+) -> None:
+    assert FlagSet.of_strings(left) == FlagSet(left)
+    assert list(FlagSet.of_strings(left).items()) == list(FlagSet(left).items())
+    merged = FlagSet(left).merged(FlagSet(right))
+    assert merged == FlagSet({**left, **right}) == FlagSet(left).merged(dict(right))
+    assert hash(merged) == hash(FlagSet({**left, **right}))

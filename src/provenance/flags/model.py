@@ -138,6 +138,8 @@ class FlagSet(Mapping[str, str]):
 
     def merged(self, other: Mapping[str, str]) -> FlagSet:
         """A new set where ``other`` overrides this one key by key."""
+        if isinstance(other, FlagSet):  # both all str already
+            return FlagSet.of_strings({**self._items, **other._items})
         return FlagSet({**self._items, **dict(other)})
 
     def diff(self, other: FlagSet) -> FlagSetDiff:
@@ -180,8 +182,9 @@ class FlagSet(Mapping[str, str]):
         return dict(self._items)
 
     @classmethod
-    def _of_strings(cls, items: dict[str, str]) -> FlagSet:
-        """A FlagSet of a dict whose keys and values are already str (validated JSON)."""
+    def of_strings(cls, items: dict[str, str]) -> FlagSet:
+        """A FlagSet of a dict whose keys and values are all ``str`` already (validated
+        JSON, the normaliser's output, two FlagSets merged): no conversion per item."""
         made = cls.__new__(cls)
         made._items = dict(sorted(items.items()))
         made._hash = made._key_set = made._item_set = None
@@ -207,7 +210,7 @@ class FlagSet(Mapping[str, str]):
             # JSON: an object of strings is checked in Rust (most of a record's validation
             # time went to this function otherwise); any other form as in Python
             json_schema=core_schema.union_schema(
-                [core_schema.no_info_after_validator_function(cls._of_strings, strings), any_form],
+                [core_schema.no_info_after_validator_function(cls.of_strings, strings), any_form],
                 mode="left_to_right",
                 custom_error_type="flag_set",
                 custom_error_message="expected a mapping of flag key to value",

@@ -611,7 +611,7 @@ def _flagset(
     for env_name, env_value in (env or {}).items():
         key = _env_key(env_name, source)
         out[key] = _env_value(env_value, key[4:], source)
-    return FlagSet(out), tuple(notes)
+    return FlagSet.of_strings(out), tuple(notes)
 
 
 # ---------------------------------------------------------------------------
