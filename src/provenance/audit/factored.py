@@ -513,6 +513,9 @@ def _products(
     each the ``shared`` object for its pools."""
     if pairs is None:
         return [None]
+    if len(pairs) == 1:  # the common case: one pool pair per key and feature block
+        prefill, decode, _ = pools[pairs[0]]
+        return [shared((prefill,), (decode,))]
     # grouped by the pools' field values: equal to grouping by the models, whose
     # (Python-level) hash and equality cost more than the rest of this function
     by_prefill: dict[tuple[object, ...], tuple[PdPool, list[PdPool]]] = {}
