@@ -21,6 +21,7 @@ without a recommended combination).
 from __future__ import annotations
 
 import gc
+import operator
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -595,22 +596,19 @@ def _audit(
     )
 
 
+_RECORD_OF = operator.attrgetter("record")
+
+
 def referenced_records(
     verdicts: Sequence[VerdictEntry], graph: EvidenceGraph
 ) -> tuple[RecordSummary, ...]:
     """Every record a flag of ``verdicts`` cites, sorted by id (the JSON ``records`` table)."""
     ids: set[str] = set()
-    done: set[int] = set()  # roles and evidence tuples are shared: each is read once
-    for entry in verdicts:
-        for role in entry.roles:
-            if id(role) in done:
-                continue
-            done.add(id(role))
-            for flag in role.flags:
-                refs = flag.evidence
-                if refs and id(refs) not in done:
-                    done.add(id(refs))
-                    ids.update(ref.record for ref in refs)
+    # roles and evidence tuples are shared by many entries: each is read once
+    roles = {id(role): role for entry in verdicts for role in entry.roles}
+    evidence = {id(f.evidence): f.evidence for role in roles.values() for f in role.flags}
+    for refs in evidence.values():
+        ids.update(map(_RECORD_OF, refs))
     out = []
     for record_id in sorted(ids):
         indexed = graph.records.get(record_id)
@@ -627,26 +625,26 @@ def referenced_records(
 def summarise(verdicts: Sequence[VerdictEntry], count: int) -> AuditSummary:
     recommended = guide_only = declared = 0
     by_reason: Counter[str] = Counter()
-    codes_of: dict[int, tuple[str, ...]] = {}  # entries of one outcome share its reasons
+    recommended_kind = VerdictKind.RECOMMENDED
     for entry in verdicts:
         size = entry.combinations
-        if entry.verdict is VerdictKind.RECOMMENDED:
+        if entry.verdict is recommended_kind:
             recommended += size
             continue
         guide_only += size
         if entry.declared_by:
             declared += size
-        reasons = entry.reasons
-        codes = codes_of.get(id(reasons))
-        if codes is None:
-            codes = codes_of[id(reasons)] = tuple(dict.fromkeys(str(r.code) for r in reasons))
-        for code in codes:
-            by_reason[code] += size
+        counted: set[str] = set()  # each code once per entry
+        for reason in entry.reasons:
+            code = reason.code
+            if code not in counted:
+                counted.add(code)
+                by_reason[code] += size
     return AuditSummary(
         combinations=count,
         recommended=recommended,
         guide_only=guide_only,
         declared=declared,
         undeclared_guide_only=guide_only - declared,
-        by_reason=dict(sorted(by_reason.items())),
+        by_reason={str(code): size for code, size in sorted(by_reason.items())},
     )
