@@ -385,9 +385,18 @@ def target_scaling(ctx: Context) -> None:
 
 
 def target_startup(ctx: Context) -> None:
-    print("startup: provenance --help")
-    runs = [run_child(provenance_argv("--help")) for _ in range(max(3, ctx.args.repeat))]
-    print(row("provenance --help (median)", median(runs)))
+    """The fixed cost every command pays: the interpreter with and without ``site``
+    (which runs the ``.pth`` hooks of site-packages; this sandbox's imports ``certifi``)
+    and ``provenance --help``."""
+    print("startup: the interpreter, then provenance --help")
+    repeat = max(3, ctx.args.repeat)
+    for name, argv in (
+        ("python -c pass", [sys.executable, "-c", "pass"]),
+        ("python -S -c pass (no site hooks)", [sys.executable, "-S", "-c", "pass"]),
+        ("provenance --help", provenance_argv("--help")),
+    ):
+        runs = [run_child(argv) for _ in range(repeat)]
+        print(row(f"{name} (median)", median(runs)))
 
 
 TARGETS: dict[str, Callable[[Context], None]] = {
