@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from ledger_factories import make_record
 from ledger_workspace import Workspace
 
@@ -196,3 +198,34 @@ def test_cache_file_is_written_atomically_beside_nothing_else(
     cache = tmp_path / "cache"
     workspace.store.load_all(VerifiedRecords.open(cache))
     assert os.listdir(cache / "verified-records") == [f"{checker_version()}.txt"]
+
+
+_HEX_PAIR = st.tuples(
+    st.text(alphabet="0123456789abcdef", min_size=64, max_size=64),
+    st.text(alphabet="0123456789abcdef", min_size=64, max_size=64),
+).map(" ".join)
+
+
+@given(st.lists(_HEX_PAIR, max_size=40, unique=True))
+def test_the_file_format_round_trips(pairs: list[str]) -> None:
+    outcomes = dict.fromkeys(sorted(pairs), True)
+    assert VerifiedRecords.decode(VerifiedRecords.encode(outcomes)) == outcomes
+
+
+@given(
+    st.lists(_HEX_PAIR, min_size=1, max_size=10, unique=True),
+    st.data(),
+)
+def test_any_foreign_byte_makes_the_file_worthless(pairs: list[str], data: st.DataObject) -> None:
+    raw = bytearray(VerifiedRecords.encode(dict.fromkeys(pairs, True)))
+    position = data.draw(st.integers(0, len(raw) - 1))
+    hex_digits = set(b"0123456789abcdef")
+    allowed = {raw[position]} | (hex_digits if raw[position] in hex_digits else set())
+    raw[position] = data.draw(st.integers(0, 255).filter(lambda b: b not in allowed))
+    assert VerifiedRecords.decode(bytes(raw)) is None
+
+
+@pytest.mark.parametrize("cut", [1, 64, 129])
+def test_a_truncated_file_is_worthless(cut: int) -> None:
+    raw = VerifiedRecords.encode({f"{'a' * 64} {'b' * 64}": True, f"{'c' * 64} {'d' * 64}": True})
+    assert VerifiedRecords.decode(raw[:-cut]) is None

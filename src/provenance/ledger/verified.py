@@ -20,7 +20,6 @@ such file and proves everything. How the file is read, bounded and written, and
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from functools import cache
 
@@ -47,11 +46,14 @@ CHECKER_MODULES = (
     "provenance.ledger.store",
     "provenance.ledger.verified",
 )
-#: At most this many pairs are kept: beyond it, only the pairs of the last load survive.
-MAX_PAIRS = 200_000
+#: At most this many pairs are kept: beyond it, only the pairs of the last load survive
+#: (every audit reads the whole file: 50,000 pairs are 6.5 MB, about 10 ms).
+MAX_PAIRS = 50_000
 #: A file larger than this is not read (it cannot be one of ours).
 MAX_FILE_BYTES = MAX_PAIRS * 130 + 4096
-_LINE = re.compile(r"[0-9a-f]{64} [0-9a-f]{64}")
+#: One line of the file: ``<record hex> <raw hex>\n``.
+_LINE_BYTES = 64 + 1 + 64 + 1
+_HEX = b"0123456789abcdef"
 
 
 @cache
@@ -75,14 +77,18 @@ class VerifiedRecords(LocalCache[bool]):
 
     @classmethod
     def decode(cls, data: bytes) -> dict[str, bool] | None:
-        try:
-            lines = data.decode("ascii").split("\n")
-        except UnicodeDecodeError:
+        # every line is 64 hex digits, a space, 64 hex digits and a newline: checked
+        # with a few passes in C over the whole file (a regex per line took 1 µs a line)
+        count, rest = divmod(len(data), _LINE_BYTES)
+        if (
+            rest
+            or data[64::_LINE_BYTES] != b" " * count
+            or data[_LINE_BYTES - 1 :: _LINE_BYTES] != b"\n" * count
+            or data.translate(None, _HEX) != b" \n" * count
+        ):
             return None
-        if lines and lines[-1] == "":
-            lines.pop()
-        if not all(_LINE.fullmatch(line) for line in lines):
-            return None
+        lines = data.decode("ascii").split("\n")
+        lines.pop()  # the text after the last newline: empty
         return dict.fromkeys(lines, True)
 
     @classmethod
