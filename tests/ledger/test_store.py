@@ -212,3 +212,33 @@ def test_load_all_of_the_embedded_evidence_equals_the_full_check() -> None:
         assert loaded[str(check.name_id)].model_dump(mode="json") == check.record.model_dump(
             mode="json"
         )
+
+
+def test_the_bulk_listing_is_the_strict_listing(workspace: Workspace) -> None:
+    """``load_all`` lists files with ``os.scandir`` strings; same files, same order and
+    the same ids as ``_record_paths`` + ``id_of``, odd names included."""
+    store = workspace.store
+    for index in range(3):
+        store.put(make_record(index))
+    root = workspace.evidence_root
+    (root / "ab").mkdir(exist_ok=True)
+    (root / "ab" / "not-a-record.json").write_text("{}", encoding="utf-8")
+    (root / "ab" / ".hidden.json").write_text("{}", encoding="utf-8")
+    (root / "ab" / "notes.txt").write_text("x", encoding="utf-8")
+    (root / "zz").mkdir()
+    (root / "zz" / ("0" * 62 + ".json")).write_text("{}", encoding="utf-8")
+    (root / ".git").mkdir()
+    (root / "README.md").write_text("x", encoding="utf-8")
+    expected = [(str(p), store.id_of(p)) for p in store._record_paths()]
+    assert store._record_files() == expected
+    assert any(record_id is None for _, record_id in expected)
+
+
+def test_a_file_over_the_limit_is_refused_unread(workspace: Workspace) -> None:
+    record_id = "sha256:" + "b" * 64
+    path = workspace.store.path_of(record_id)
+    path.parent.mkdir(parents=True)
+    with path.open("wb") as handle:
+        handle.truncate(MAX_RECORD_BYTES + 1)  # sparse: nothing to read
+    with pytest.raises(IntegrityError, match=r"over the \d+-byte record limit"):
+        workspace.store.load_all()

@@ -160,18 +160,19 @@ class EvidenceStore:
         IntegrityError on the first file that does not check out.
         """
         records: dict[str, EvidenceRecord] = {}
-        for path in self._record_paths():
-            name_id = self.id_of(path)
+        for file_path, name_id in self._record_files():
             if name_id is None:
-                raise IntegrityError(f"{path}: not a record file name (expected <62 hex>.json)")
-            raw, problem = _read_bytes(path)
+                raise IntegrityError(
+                    f"{file_path}: not a record file name (expected <62 hex>.json)"
+                )
+            raw, problem = _read_bytes(file_path)
             record = None
             if verified is not None and raw is not None:
                 raw_hex = hashlib.sha256(raw).hexdigest()
                 if verified.known(name_id[len(ID_PREFIX) :], raw_hex):
                     record = _validated_json(raw, name_id)
             if record is None:
-                record = self._proven(path, name_id, raw, problem)
+                record = self._proven(file_path, name_id, raw, problem)
                 if verified is not None and raw is not None:
                     verified.proven(name_id[len(ID_PREFIX) :], raw_hex)
             records[name_id] = record
@@ -180,7 +181,7 @@ class EvidenceStore:
         return records
 
     def _proven(
-        self, path: Path, name_id: str, raw: bytes | None, problem: str | None
+        self, path: str | Path, name_id: str, raw: bytes | None, problem: str | None
     ) -> EvidenceRecord:
         """The record in ``raw`` after the full check; IntegrityError naming ``path`` if not."""
         data = None
@@ -244,6 +245,24 @@ class EvidenceStore:
             return f"content hashes to {content_id}, not to its id {name_id} (modified)"
         return None
 
+    def _record_files(self) -> list[tuple[str, str | None]]:
+        """``(path, record id or None)`` of every file :meth:`_record_paths` lists (strict),
+        in the same order, as strings: the bulk load reads thousands, and ``pathlib``'s
+        per-file overhead was a fifth of it."""
+        if not self.root.is_dir():
+            return []
+        files: list[tuple[str, str | None]] = []
+        for sub in _sorted_entries(self.root):
+            if sub.name.startswith(".") or not _DIR.match(sub.name) or not sub.is_dir():
+                continue
+            for entry in _sorted_entries(sub.path):
+                name = entry.name
+                if name.startswith(".") or not name.endswith(".json") or not entry.is_file():
+                    continue
+                record_id = f"{ID_PREFIX}{sub.name}{name[:-5]}" if _FILE.match(name) else None
+                files.append((entry.path, record_id))
+        return files
+
     def _record_paths(self, *, strict: bool = True) -> list[Path]:
         """Files of the store, sorted; ``strict`` keeps only <2 hex>/*.json."""
         if not self.root.is_dir():
@@ -269,22 +288,36 @@ class EvidenceStore:
         return paths
 
 
-def _sorted_entries(folder: Path) -> list[os.DirEntry[str]]:
+def _sorted_entries(folder: str | Path) -> list[os.DirEntry[str]]:
     """The entries of ``folder`` by name (``os.scandir``: no ``stat`` per entry for
     ``is_dir``/``is_file`` on most file systems)."""
     with os.scandir(folder) as entries:
         return sorted(entries, key=lambda entry: entry.name)
 
 
-def _read_bytes(path: Path) -> tuple[bytes | None, str | None]:
-    """``(raw, None)`` or ``(None, problem)`` for one record file (size-limited)."""
+def _read_bytes(path: str | Path) -> tuple[bytes | None, str | None]:
+    """``(raw, None)`` or ``(None, problem)`` for one record file (size-limited: a file
+    over the limit, or growing past it while read, is refused unread)."""
     try:
-        size = path.stat().st_size
-        if size > MAX_RECORD_BYTES:
-            return None, f"file is {size} bytes, over the {MAX_RECORD_BYTES}-byte record limit"
-        return path.read_bytes(), None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         return None, f"cannot read: {exc.strerror}"
+    try:
+        size = os.fstat(fd).st_size
+        if size > MAX_RECORD_BYTES:
+            return None, f"file is {size} bytes, over the {MAX_RECORD_BYTES}-byte record limit"
+        chunks = []
+        total = 0
+        while chunk := os.read(fd, max(size, 1 << 16)):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > MAX_RECORD_BYTES:
+                return None, f"file grew past the {MAX_RECORD_BYTES}-byte record limit"
+        return b"".join(chunks), None
+    except OSError as exc:
+        return None, f"cannot read: {exc.strerror}"
+    finally:
+        os.close(fd)
 
 
 def _parse_json(raw: bytes) -> tuple[Any, str | None]:
