@@ -288,6 +288,9 @@ class RecordSummary(BaseModel):
     prs: tuple[str, ...] = ()
 
 
+ReverseStatus = Literal["reproduced", "not-expressible", "not-reproduced"]
+
+
 class ReverseEntry(BaseModel):
     """An in-scope evidence point and the recipe combinations that reproduce it, or why none can."""
 
@@ -296,7 +299,7 @@ class ReverseEntry(BaseModel):
     record: str
     config_key: str
     prs: tuple[str, ...] = ()
-    status: Literal["reproduced", "not-expressible", "not-reproduced"]
+    status: ReverseStatus
     combinations: int = 0
     example: Selection | None = None
     why: str = ""

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from provenance.audit.judge import CombinationKey, RoleKey
-from provenance.audit.model import ReverseEntry
+from provenance.audit.model import ReverseEntry, ReverseStatus
 from provenance.audit.scope import (
     ROLE_ORDER,
     recipe_role_shape,
@@ -43,6 +43,7 @@ from provenance.audit.scope import (
 from provenance.evidence.record import RoleTopology, Topology
 from provenance.flags.model import FlagSet
 from provenance.graph import EvidenceGraph, IndexedRecord
+from provenance.recipes.combination import Selection, construct
 
 if TYPE_CHECKING:
     from provenance.audit.validator import RecipeAuditor, _Seen
@@ -237,12 +238,12 @@ def reverse_entries(
                     for role, _ in roles
                 )
             ]
-            common = {"record": indexed.id, "config_key": indexed.config_key, "prs": indexed.prs}
+            common = (indexed.id, indexed.config_key, indexed.prs)
             if matches:
                 entries.append(
-                    ReverseEntry(
-                        **common,
-                        status="reproduced",
+                    _entry(
+                        common,
+                        "reproduced",
                         combinations=sum(seen.count for _, seen in matches),
                         example=matches[0][1].example,
                     )
@@ -254,9 +255,7 @@ def reverse_entries(
                 pool_modes.get((model_id, hardware), set()) if kind == "disaggregated" else (),
             )
             if problems:
-                entries.append(
-                    ReverseEntry(**common, status="not-expressible", why="; ".join(problems))
-                )
+                entries.append(_entry(common, "not-expressible", why="; ".join(problems)))
                 break
             flat = tuple((role, flagsets[0]) for role, flagsets in roles)
             candidates = by_scope.get(scope, [])
@@ -276,8 +275,30 @@ def reverse_entries(
                     f"nearest audited combination differs by {distance} flag(s) "
                     f"(+ recipe only, - evidence only): {text}"
                 )
-            entries.append(
-                ReverseEntry(**common, status="not-reproduced", example=example, why=why)
-            )
+            entries.append(_entry(common, "not-reproduced", example=example, why=why))
             break
     return entries
+
+
+def _entry(
+    common: tuple[str, str, tuple[str, ...]],
+    status: ReverseStatus,
+    *,
+    combinations: int = 0,
+    example: Selection | None = None,
+    why: str = "",
+) -> ReverseEntry:
+    """A reverse entry from values that are already valid (built without validation)."""
+    record, config_key, prs = common
+    return construct(
+        ReverseEntry,
+        {
+            "record": record,
+            "config_key": config_key,
+            "prs": prs,
+            "status": status,
+            "combinations": combinations,
+            "example": example,
+            "why": why,
+        },
+    )

@@ -43,7 +43,7 @@ from provenance.audit.model import (
     VerdictKind,
 )
 from provenance.audit.reverse import reverse_entries
-from provenance.audit.scope import EVIDENCE_ROLE, ROLE_ORDER, deployment_kind
+from provenance.audit.scope import EVIDENCE_ROLE, ROLE_ORDER, DeploymentKind, deployment_kind
 from provenance.errors import ProvenanceError
 from provenance.flags.model import FlagSet
 from provenance.graph import EvidenceGraph
@@ -443,15 +443,18 @@ def combination_key(
             flagsets.append(major)
     if len(names) > 1:
         names.sort(key=lambda name: ROLE_ORDER.get(name, 9))
-    roles: tuple[RoleKey, ...] = tuple((name, tuple(per_role[name])) for name in names)
-    kind = deployment_kind(deploy_type, [r for r, _ in raw] or names)
+    roles: tuple[RoleKey, ...] = tuple([(name, tuple(per_role[name])) for name in names])
+    kind = _KINDS.get(deploy_type) or deployment_kind(deploy_type, [r for r, _ in raw] or names)
     return CombinationKey(
-        model_id=model_id,
-        hardware=hardware,
-        kind=kind,
-        node_count=node_count if kind == "aggregated_multi_node" else None,
-        roles=roles,
+        model_id, hardware, kind, node_count if kind == "aggregated_multi_node" else None, roles
     )
+
+
+#: The deployment kind of the deploy types that name it (the others depend on their roles).
+_KINDS: dict[str, DeploymentKind] = {
+    deploy_type: deployment_kind(deploy_type, ())
+    for deploy_type in ("pd_cluster", "multi_node", "single_node")
+}
 
 
 def claims_of(
@@ -613,10 +616,13 @@ def referenced_records(
     for record_id in sorted(ids):
         indexed = graph.records.get(record_id)
         out.append(
-            RecordSummary(
-                record=record_id,
-                config_key=indexed.config_key if indexed is not None else "",
-                prs=indexed.prs if indexed is not None else (),
+            construct(
+                RecordSummary,
+                {
+                    "record": record_id,
+                    "config_key": indexed.config_key if indexed is not None else "",
+                    "prs": indexed.prs if indexed is not None else (),
+                },
             )
         )
     return tuple(out)
