@@ -385,6 +385,7 @@ class CellAuditor:
         auditor = self.auditor
         position = {id(pick): index for index, pick in enumerate(cell.choices)}
         pools = cell.pools or ()
+        undeclared = not auditor.declarations
         for key, key_blocks in blocks.items():
             state = auditor.state(key, model_id)
             example: Callable[[], Selection] | None = None
@@ -395,12 +396,15 @@ class CellAuditor:
                 )
                 example = partial(_example, cell, *first)
             for picks, pairs in key_blocks:
-                pd_modes: set[str] = set()
+                pd_modes: tuple[str, ...] = ()
                 if pairs:
-                    for index in pairs:
-                        pd_modes.add(pools[index][0].parallelism)
-                        pd_modes.add(pools[index][1].parallelism)
-                for declared, declared_picks in self._declared(cell, picks, state.outcome):
+                    pd_modes = tuple(
+                        pool.parallelism for index in pairs for pool in pools[index][:2]
+                    )
+                split = (
+                    ((None, picks),) if undeclared else self._declared(cell, picks, state.outcome)
+                )
+                for declared, declared_picks in split:
                     choices = self._choices_of(declared_picks)
                     for pd in _products(pools, pairs, self._pd_pools):
                         selections = self._set(cell, choices, pd)
