@@ -53,16 +53,7 @@ def test_exit_status_of_a_message_is_one_and_prints_it(capsys: pytest.CaptureFix
 
 
 def test_large_output_on_a_pipe_arrives_whole() -> None:
-    done = _provenance(
-        "audit",
-        "MiniMaxAI/MiniMax-M3",
-        "--variant",
-        "nvfp4",
-        "--hardware",
-        "b300",
-        "--format",
-        "json",
-    )
+    done = _provenance(*AUDIT_JSON)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)  # a truncated buffer would not parse
     assert report["schema"] == "provenance.audit/v2"
@@ -71,18 +62,7 @@ def test_large_output_on_a_pipe_arrives_whole() -> None:
 
 def test_output_file_is_complete(tmp_path: Path) -> None:
     out = tmp_path / "audit.json"
-    done = _provenance(
-        "audit",
-        "MiniMaxAI/MiniMax-M3",
-        "--variant",
-        "nvfp4",
-        "--hardware",
-        "b300",
-        "--format",
-        "json",
-        "--output",
-        str(out),
-    )
+    done = _provenance(*AUDIT_JSON, "--output", str(out))
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
     assert json.loads(out.read_text(encoding="utf-8"))["schema"] == "provenance.audit/v2"
