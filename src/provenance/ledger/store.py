@@ -119,12 +119,7 @@ class EvidenceStore:
     # Reading ---------------------------------------------------------------
     def ids(self) -> list[str]:
         """Every record id present (by file name), sorted. Temporary files are skipped."""
-        found: list[str] = []
-        for path in self._record_paths():
-            record_id = self.id_of(path)
-            if record_id is not None:
-                found.append(record_id)
-        return sorted(found)
+        return sorted(record_id for _, record_id in self._record_files() if record_id)
 
     def __contains__(self, record_id: object) -> bool:
         return (
@@ -245,47 +240,36 @@ class EvidenceStore:
             return f"content hashes to {content_id}, not to its id {name_id} (modified)"
         return None
 
-    def _record_files(self) -> list[tuple[str, str | None]]:
-        """``(path, record id or None)`` of every file :meth:`_record_paths` lists (strict),
-        in the same order, as strings: the bulk load reads thousands, and ``pathlib``'s
-        per-file overhead was a fifth of it."""
+    def _record_files(self, *, strict: bool = True) -> list[tuple[str, str | None]]:
+        """``(path, record id or None)`` of the files of the store, sorted by path;
+        ``strict`` keeps only ``<2 hex>/*.json``. Strings, not ``Path``: the bulk load
+        reads thousands, and ``pathlib``'s per-file overhead was a fifth of it."""
         if not self.root.is_dir():
             return []
         files: list[tuple[str, str | None]] = []
-        for sub in _sorted_entries(self.root):
-            if sub.name.startswith(".") or not _DIR.match(sub.name) or not sub.is_dir():
-                continue
-            for entry in _sorted_entries(sub.path):
-                name = entry.name
-                if name.startswith(".") or not name.endswith(".json") or not entry.is_file():
-                    continue
-                record_id = f"{ID_PREFIX}{sub.name}{name[:-5]}" if _FILE.match(name) else None
-                files.append((entry.path, record_id))
-        return files
-
-    def _record_paths(self, *, strict: bool = True) -> list[Path]:
-        """Files of the store, sorted; ``strict`` keeps only <2 hex>/*.json."""
-        if not self.root.is_dir():
-            return []
-        paths: list[Path] = []
         for sub in _sorted_entries(self.root):
             if sub.name.startswith("."):
                 continue
             if not sub.is_dir():
                 if not strict:
-                    paths.append(self.root / sub.name)
+                    files.append((sub.path, None))
                 continue
-            if strict and not _DIR.match(sub.name):
+            record_dir = bool(_DIR.match(sub.name))
+            if strict and not record_dir:
                 continue
-            folder = self.root / sub.name
-            for entry in _sorted_entries(folder):
+            for entry in _sorted_entries(sub.path):
                 name = entry.name
                 if name.startswith(".") or not entry.is_file():
                     continue
                 if strict and not name.endswith(".json"):
                     continue
-                paths.append(folder / name)
-        return paths
+                named = record_dir and _FILE.match(name)
+                files.append((entry.path, f"{ID_PREFIX}{sub.name}{name[:-5]}" if named else None))
+        return files
+
+    def _record_paths(self, *, strict: bool = True) -> list[Path]:
+        """:meth:`_record_files` as paths."""
+        return [Path(path) for path, _ in self._record_files(strict=strict)]
 
 
 def _sorted_entries(folder: str | Path) -> list[os.DirEntry[str]]:
