@@ -190,9 +190,11 @@ def write_markdown(diff: DiffReport, out: TextIO) -> None:
         w("#### Flag lens: every combination where an added or changed major flag appears\n\n")
         w("| flag | variant | hardware | strategy | role | with evidence | without | PRs |\n")
         w("|---|---|---|---|---|---|---|---|\n")
-        shown = 0
+        shown = total = 0
         for entry in diff.lens:
-            for (variant, hardware, strategy, role), row in lens_rows(entry):
+            rows_of_entry = lens_rows(entry)
+            total += len(rows_of_entry)
+            for (variant, hardware, strategy, role), row in rows_of_entry:
                 if shown >= MAX_LENS_ROWS:
                     break
                 shown += 1
@@ -202,7 +204,6 @@ def write_markdown(diff: DiffReport, out: TextIO) -> None:
                     f"| {markdown_code(hardware)} | {markdown_code(strategy)} | "
                     f"{markdown_code(role)} | {row.evidenced} | {row.unevidenced} | {prs} |\n"
                 )
-        total = sum(len(lens_rows(e)) for e in diff.lens)
         if total > shown:
             w(f"\n… {total - shown} more rows in the JSON output.\n")
 
