@@ -96,6 +96,16 @@ def embedded() -> tuple[RecipesRoot, Recipe, EvidenceGraph, Declarations]:
     return root, recipe, graph, declarations
 
 
+def _assert_writer_is_the_model(report: AuditReport) -> None:
+    """The JSON writer's shared fragments equal the model's own serialisation."""
+    out = io.StringIO()
+    json_report.write(report, out)
+    context = {RECORD_INDEX: report.record_index()}
+    assert json.loads(out.getvalue()) == json.loads(
+        report.model_dump_json(by_alias=True, context=context)
+    )
+
+
 def test_minimax_full_cross_product(
     embedded: tuple[RecipesRoot, Recipe, EvidenceGraph, Declarations],
 ) -> None:
@@ -103,12 +113,7 @@ def test_minimax_full_cross_product(
     slow, fast = _both([recipe], root, EnumerationOptions(), graph, declarations)
     assert fast.summary.combinations == 71_208
     assert_same_audit(slow, fast)
-    out = io.StringIO()
-    json_report.write(fast, out)
-    context = {RECORD_INDEX: fast.record_index()}
-    assert json.loads(out.getvalue()) == json.loads(
-        fast.model_dump_json(by_alias=True, context=context)
-    )
+    _assert_writer_is_the_model(fast)
     # 8 feature choices differ only by functional flags: one set per pool block
     assert sum(len(e.selections) for e in fast.verdicts) < 71_208 / 4
 
@@ -187,13 +192,7 @@ def test_toy_roots_every_branch(edge_root: Path, model: str) -> None:
     slow, fast = _both([recipe], root, options, graph)
     assert fast.summary.combinations > 100
     assert_same_audit(slow, fast)
-    # the JSON writer's shared fragments equal the model's own serialisation
-    out = io.StringIO()
-    json_report.write(fast, out)
-    context = {RECORD_INDEX: fast.record_index()}
-    assert json.loads(out.getvalue()) == json.loads(
-        fast.model_dump_json(by_alias=True, context=context)
-    )
+    _assert_writer_is_the_model(fast)
 
 
 def test_selection_set_expands_in_enumeration_order() -> None:

@@ -5,13 +5,12 @@ variant, and small reports whose two sides cut the selections differently."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-import git
 import pytest
 import yaml
 from per_selection_diff import assert_same_as_per_selection
+from recipes_repo import EMBEDDED, MODEL, commit_all, init_recipes_repo
 
 from provenance.audit.model import (
     AuditReport,
@@ -32,25 +31,17 @@ from provenance.review import pr_audit
 from provenance.review.diff import diff_reports
 from provenance.review.pr_audit import PrAuditRequest, run_pr_audit
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-EMBEDDED = REPO_ROOT / "recipes"
-MODEL = "models/MiniMaxAI/MiniMax-M3.yaml"
-
 
 def _repo(tmp_path: Path, edit_base: object, edit_head: object) -> tuple[Path, str, str]:
-    work = tmp_path / "recipes-repo"
-    shutil.copytree(EMBEDDED, work)
-    repo = git.Repo.init(work)
-    repo.git.config("user.email", "t@example.invalid")
-    repo.git.config("user.name", "t")
+    repo = init_recipes_repo(tmp_path)
+    work = Path(repo.working_tree_dir or "")
     shas = []
     for edit in (edit_base, edit_head):
         data = yaml.safe_load((EMBEDDED / MODEL).read_text())
         assert callable(edit)
         edit(data)
         (work / MODEL).write_text(yaml.safe_dump(data, sort_keys=False))
-        repo.git.add(A=True)
-        shas.append(repo.index.commit("edit").hexsha)
+        shas.append(commit_all(repo, "edit"))
     return work, shas[0], shas[1]
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import git
 import pytest
 import yaml
+from recipes_repo import EMBEDDED, MODEL, REPO_ROOT
+from recipes_repo import commit_all as _commit
+from recipes_repo import init_recipes_repo as _init
 
 from provenance.audit.model import AuditReport
 from provenance.audit.run import AuditFilters
@@ -15,26 +17,8 @@ from provenance.errors import InputError
 from provenance.recipes.combination import Selection
 from provenance.review.pr_audit import PrAuditRequest, run_pr_audit
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-EMBEDDED = REPO_ROOT / "recipes"
 HISTORY = REPO_ROOT.parent / "shared" / "corpus" / "recipes-history" / "MiniMax-M3"
-MODEL = "models/MiniMaxAI/MiniMax-M3.yaml"
 INDEXER = ("attention_config.indexer_kv_dtype", "fp8")
-
-
-def _commit(repo: git.Repo, message: str) -> str:
-    repo.git.add(A=True)
-    repo.index.commit(message)
-    return repo.head.commit.hexsha
-
-
-def _init(tmp_path: Path) -> git.Repo:
-    work = tmp_path / "recipes-repo"
-    shutil.copytree(EMBEDDED, work)
-    repo = git.Repo.init(work)
-    repo.git.config("user.email", "t@example.invalid")
-    repo.git.config("user.name", "t")
-    return repo
 
 
 def _without_mxfp8_indexer(path: Path) -> None:

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import yaml
 from per_selection_diff import assert_same_as_per_selection
-from test_diff_equivalence import EMBEDDED, MODEL, _keep, _repo, _without_mxfp8_args
+from recipes_repo import EMBEDDED, MODEL, commit_all, init_recipes_repo
+from test_diff_equivalence import _keep, _repo, _without_mxfp8_args
 
 from provenance.audit.run import AuditFilters
 from provenance.review import pr_audit
@@ -140,18 +141,12 @@ def test_history_of_minimax_m3_narrowed_diffs_equal_whole_ones(
     the diff is the per-selection diff of two whole audits."""
     if not HISTORY.is_dir():
         pytest.skip("../shared/corpus is not available")
-    import git
-
-    work = tmp_path / "recipes-repo"
-    shutil.copytree(EMBEDDED, work)
-    repo = git.Repo.init(work)
-    repo.git.config("user.email", "t@example.invalid")
-    repo.git.config("user.name", "t")
+    repo = init_recipes_repo(tmp_path)
+    work = Path(repo.working_tree_dir or "")
     commits = []
     for version in sorted(HISTORY.glob("*.yaml")):
         shutil.copy(version, work / MODEL)
-        repo.git.add(A=True)
-        commits.append(repo.index.commit(version.stem).hexsha)
+        commits.append(commit_all(repo, version.stem))
     filters = AuditFilters(features="none", hardware=("b200", "h200", "mi355x"))
     narrowed_pairs = 0
     real_variant_change = pr_audit.variant_change
