@@ -102,15 +102,18 @@ class _PoolLayout:
 
 def audit_cells(
     auditor: RecipeAuditor, recipe: Recipe, root: RecipesRoot, options: EnumerationOptions
-) -> None:
-    """Feed every selection of ``recipe`` to ``auditor``, shape cell by shape cell."""
+) -> CellAuditor | None:
+    """Feed every selection of ``recipe`` to ``auditor``, shape cell by shape cell; return
+    the cell auditor, with its memos (None for an omni recipe, audited selection by
+    selection)."""
     if recipe_is_omni(recipe):
         for selection in enumerate_selections(recipe, root, options):
             auditor.add(selection, render_omni(recipe, root, selection))
-        return
+        return None
     cells = CellAuditor(auditor, recipe, root)
     for cell in enumerate_cells(recipe, root, options):
         cells.add(cell)
+    return cells
 
 
 class CellAuditor:

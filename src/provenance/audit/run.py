@@ -203,14 +203,22 @@ class EvidenceCache:
 
 
 def run_audit(
-    inputs: AuditInputs, filters: AuditFilters, shared: EvidenceCache | None = None
+    inputs: AuditInputs,
+    filters: AuditFilters,
+    shared: EvidenceCache | None = None,
+    keep: list[object] | None = None,
 ) -> AuditReport:
     """Load everything, audit every combination, return the report.
 
     With ``shared``, the evidence graph, normaliser and judges come from (and stay in) it.
+    With ``keep``, everything the audit built and would free on the way out (the graph,
+    the judges, each recipe's auditor and its memos) is appended to it instead: see
+    :func:`provenance.audit.validator.audit`.
     """
     resolved = default_inputs(inputs)
     loaded = (shared or EvidenceCache()).load(resolved.ledger, resolved.evidence)
+    if keep is not None:
+        keep.append(loaded)
     notices = []
     if not loaded.graph.records:
         notices.append(f"no evidence records in {resolved.evidence}: nothing can be recommended")
@@ -222,6 +230,7 @@ def run_audit(
         ledger=str(resolved.ledger),
         notices=notices,
         judges=loaded.judges,
+        keep=keep,
     )
 
 

@@ -86,6 +86,7 @@ def audit(
 
     def action() -> int:
         from provenance.audit.run import AuditInputs, run_audit
+        from provenance.cli.lifetime import kept
         from provenance.report.formats import write_report
 
         filters = audit_filters(variants, hardware, strategies, features, pd_nodes, pd_pairing, kv)
@@ -105,12 +106,16 @@ def audit(
                 comment,
                 token_env,
             )
+        keep = kept()
         report = run_audit(
             AuditInputs(
                 recipes=recipes, recipes_root=recipes_root, ledger=ledger, evidence=evidence
             ),
             filters,
+            keep=keep,
         )
+        if keep is not None:
+            keep.append(report)
         out = _open_output(output)
         try:
             if fmt == "text" and output is None:

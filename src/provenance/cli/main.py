@@ -15,6 +15,7 @@ from typing import NoReturn
 import click
 
 from provenance import __version__
+from provenance.cli.lifetime import keep_until_exit
 
 #: command name -> "module:attribute" of the click command implementing it.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -110,7 +111,11 @@ def main(argv: list[str] | None = None) -> NoReturn:
     or debugger it ends normally, so they can report. An exception other than
     ``SystemExit`` (a bug) still ends in the normal traceback. Tests drive
     ``cli`` through click's runner, never this.
+
+    For the same reason, what a command builds and drops just before it ends is kept
+    instead of freed (:mod:`provenance.cli.lifetime`).
     """
+    keep_until_exit()
     try:
         cli.main(args=argv, prog_name="provenance")
         code = 0
