@@ -37,10 +37,18 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import NamedTuple
 
 from provenance.audit.judge import CombinationKey, Outcome
+from provenance.audit.judge import RoleKey as JudgeRoleKey
 from provenance.audit.model import FeatureChoice, PdPools, SelectionSet, feature_choice
-from provenance.audit.validator import RawRoles, RecipeAuditor, combination_key
+from provenance.audit.validator import (
+    RawRoles,
+    RecipeAuditor,
+    combination_key,
+    evidence_roles,
+    joined_roles,
+)
 from provenance.flags.model import FlagSet
 from provenance.recipes.combination import (
     PdPool,
@@ -88,6 +96,10 @@ class _PoolLayout:
     decode: list[PdPool]
     #: (prefill index, decode index) of each pair, in the shape's pair order
     pairs: list[tuple[int, int]]
+    #: (prefill, decode) parallelism of each pair
+    modes: list[tuple[str, str]]
+    #: pair index -> :meth:`products` of that pair alone
+    single: dict[int, list[PdPools | None]]
 
     @classmethod
     def of(cls, pools: tuple[tuple[PdPool, PdPool, bool], ...]) -> _PoolLayout:
@@ -97,7 +109,28 @@ class _PoolLayout:
             p = index["prefill"].setdefault(prefill, len(index["prefill"]))
             d = index["decode"].setdefault(decode, len(index["decode"]))
             pairs.append((p, d))
-        return cls(pools, list(index["prefill"]), list(index["decode"]), pairs)
+        modes = [(prefill.parallelism, decode.parallelism) for prefill, decode, _ in pools]
+        return cls(pools, list(index["prefill"]), list(index["decode"]), pairs, modes, {})
+
+    def products(
+        self,
+        pairs: list[int] | None,
+        shared: Callable[[tuple[PdPool, ...], tuple[PdPool, ...]], PdPools],
+    ) -> list[PdPools | None]:
+        """:func:`_products` of ``pairs`` (a single pair's remembered per pair)."""
+        if pairs is None or len(pairs) != 1:
+            return _products(self.pools, pairs, shared)
+        found = self.single.get(pairs[0])
+        if found is None:
+            found = self.single[pairs[0]] = _products(self.pools, pairs, shared)
+        return found
+
+
+class _Half(NamedTuple):
+    """The processes of one PD pool (recipe role and major flags) and their evidence roles."""
+
+    raw: RawRoles
+    roles: tuple[JudgeRoleKey, ...]
 
 
 def audit_cells(
@@ -142,6 +175,7 @@ class CellAuditor:
         self._alone: dict[tuple[object, ...], tuple[frozenset[str], FlagSet] | None] = {}
         self._template_names: dict[RoleKey, frozenset[str] | None] = {}
         self._interned: dict[FlagSet, FlagSet] = {}
+        self._halves: dict[RawRoles, _Half] = {}
 
     # Rendering -------------------------------------------------------------
     def _major(self, template: RoleKey, sig: tuple[str, ...], model_id: str) -> FlagSet:
@@ -323,17 +357,39 @@ class CellAuditor:
                 key = combination_key(model_id, cell.hardware, deploy_type, cell.node_count, raw)
                 blocks.setdefault(key, []).append((picks, None))
                 continue
-            prefill_raw, decode_raw = (
-                [tuple((t.role, self._major(t, sig, model_id)) for t in keys) for keys in pools]
+            prefill, decode = (
+                [
+                    self._half(tuple((t.role, self._major(t, sig, model_id)) for t in keys))
+                    for keys in pools
+                ]
                 for pools in (pool_keys["prefill"], pool_keys["decode"])
             )
-            buckets: dict[RawRoles, list[int]] = {}
+            # pairs with equal processes (one object per distinct half) share a bucket
+            buckets: dict[tuple[int, int], list[int]] = {}
             for index, (p, d) in enumerate(layout.pairs):
-                buckets.setdefault(prefill_raw[p] + decode_raw[d], []).append(index)
-            for raw, pairs in buckets.items():
-                key = combination_key(model_id, cell.hardware, deploy_type, None, raw)
+                buckets.setdefault((id(prefill[p]), id(decode[d])), []).append(index)
+            for pairs in buckets.values():
+                p, d = layout.pairs[pairs[0]]
+                key = self._pd_key(model_id, cell.hardware, deploy_type, prefill[p], decode[d])
                 blocks.setdefault(key, []).append((picks, pairs))
         self._tally(cell, model_id, blocks)
+
+    def _half(self, raw: RawRoles) -> _Half:
+        """The one object for the processes ``raw`` of a PD pool, with their evidence roles
+        (kept alive here, so its ``id`` names it for the rest of the audit)."""
+        found = self._halves.get(raw)
+        if found is None:
+            found = self._halves[raw] = _Half(raw, evidence_roles(raw))
+        return found
+
+    def _pd_key(
+        self, model_id: str, hardware: str, deploy_type: str, prefill: _Half, decode: _Half
+    ) -> CombinationKey:
+        """``combination_key`` of a prefill pool's processes followed by a decode pool's,
+        from each pool's evidence roles (computed once per distinct pool)."""
+        raw = prefill.raw + decode.raw
+        roles = joined_roles(prefill.roles, decode.roles)
+        return combination_key(model_id, hardware, deploy_type, None, raw, roles)
 
     def _by_signature(
         self, cell: ShapeCell, templates: list[RoleKey]
@@ -387,25 +443,35 @@ class CellAuditor:
     ) -> None:
         auditor = self.auditor
         position = {id(pick): index for index, pick in enumerate(cell.choices)}
-        pools = cell.pools or ()
+        layout = self._layout(cell.pools) if cell.pools is not None else None
+        modes = layout.modes if layout is not None else []
         for key, key_blocks in blocks.items():
             state = auditor.state(key, model_id)
             example: Callable[[], Selection] | None = None
-            if state.seen.example_of is None:
-                first = min(
-                    (position[id(picks[0])], pairs[0] if pairs else 0)
-                    for picks, pairs in key_blocks
-                )
+            if state.example_of is None:
+                if len(key_blocks) == 1:
+                    picks, pairs = key_blocks[0]
+                    first = (position[id(picks[0])], pairs[0] if pairs else 0)
+                else:
+                    first = min(
+                        (position[id(picks[0])], pairs[0] if pairs else 0)
+                        for picks, pairs in key_blocks
+                    )
                 example = partial(_example, cell, *first)
             for picks, pairs in key_blocks:
                 pd_modes: tuple[str, ...] = ()
                 if pairs:
-                    pd_modes = tuple(
-                        pool.parallelism for index in pairs for pool in pools[index][:2]
+                    pd_modes = (
+                        modes[pairs[0]]
+                        if len(pairs) == 1
+                        else tuple(mode for index in pairs for mode in modes[index])
                     )
                 for declared, declared_picks in self._declared(cell, picks, state.outcome):
                     choices = self._choices_of(declared_picks)
-                    for pd in _products(pools, pairs, self._pd_pools):
+                    products = (
+                        layout.products(pairs, self._pd_pools) if layout is not None else [None]
+                    )
+                    for pd in products:
                         selections = self._set(cell, choices, pd)
                         auditor.add_set(
                             state,

@@ -602,9 +602,10 @@ class Judge:
         and the other deployment kinds matter, so its roles are not judged one by one."""
         reasons = [self._no_scope_evidence(key.kind, key.hardware)]
         reasons.extend(self._other_kind_reasons(key, role_flags))
+        known = self._unevidenced_roles
         return Outcome(
             verdict=VerdictKind.GUIDE_ONLY,
-            roles=tuple(self._unevidenced_role(role, flags) for role, flags in role_flags),
+            roles=tuple([known.get(item) or self._unevidenced_role(*item) for item in role_flags]),
             reasons=_ordered(reasons),
             nearest=(),
             evidence=(),

@@ -239,7 +239,7 @@ class RecipeInput:
     gpus_per_node: Mapping[str, int] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Group:
     outcome: Outcome
     declared_by: str | None
@@ -247,16 +247,7 @@ class _Group:
     count: int = 0
 
 
-@dataclass
-class _KeyState:
-    """Everything a combination needs per combination key, looked up once per key."""
-
-    outcome: Outcome
-    seen: _Seen
-    groups: dict[str | None, _Group] = field(default_factory=dict)
-
-
-@dataclass
+@dataclass(slots=True)
 class _Seen:
     """Per combination key: how many combinations, one example (for the reverse direction).
 
@@ -274,6 +265,15 @@ class _Seen:
             return found
         self.example_of = found = found()
         return found
+
+
+@dataclass(slots=True, kw_only=True)
+class _KeyState(_Seen):
+    """Everything a combination needs per combination key, looked up once per key: its
+    outcome, its groups (by declaration) and its tallies (:class:`_Seen`)."""
+
+    outcome: Outcome
+    groups: dict[str | None, _Group] = field(default_factory=dict)
 
 
 #: Raw role list of a deployment: (recipe role, major FlagSet) per process, in role order.
@@ -300,8 +300,9 @@ class RecipeAuditor:
         self._rc_memo: dict[int, tuple[RoleCommand, FlagSet]] = {}
         self._groups: dict[tuple[int, str | None], _Group] = {}
         self._outcome_ids: dict[int, int] = {}
-        self.seen: dict[CombinationKey, _Seen] = {}
         self._states: dict[CombinationKey, _KeyState] = {}
+        #: per combination key, its tallies (the key states themselves)
+        self.seen: Mapping[CombinationKey, _Seen] = self._states
         self._keys: dict[tuple[object, ...], CombinationKey] = {}
         self.recommended_by_hardware: Counter[str] = Counter()
         self.hardware_seen: set[str] = set()
@@ -352,8 +353,7 @@ class RecipeAuditor:
         """The outcome and tallies of ``key`` (judged on first use)."""
         state = self._states.get(key)
         if state is None:
-            state = self._states[key] = _KeyState(outcome=self.judge.outcome(key), seen=_Seen())
-            self.seen[key] = state.seen
+            state = self._states[key] = _KeyState(outcome=self.judge.outcome(key))
             self.model_ids[model_id].add(key.hardware)
         return state
 
@@ -388,11 +388,10 @@ class RecipeAuditor:
         hardware = selections.hardware
         self.count += count
         self.hardware_seen.add(hardware)
-        seen = state.seen
-        seen.count += count
-        if seen.example_of is None:
-            seen.example_of = example
-        seen.pd_modes.update(pd_modes)
+        state.count += count
+        if state.example_of is None:
+            state.example_of = example
+        state.pd_modes.update(pd_modes)
         if outcome.verdict is VerdictKind.RECOMMENDED:
             self.recommended_by_hardware[hardware] += count
         group = state.groups.get(declared)
@@ -430,10 +429,30 @@ class RecipeAuditor:
 
 
 def combination_key(
-    model_id: str, hardware: str, deploy_type: str, node_count: int | None, raw: RawRoles
+    model_id: str,
+    hardware: str,
+    deploy_type: str,
+    node_count: int | None,
+    raw: RawRoles,
+    roles: tuple[RoleKey, ...] | None = None,
 ) -> CombinationKey:
     """The combination key of a deployment from its processes' major flags (no memo:
-    :meth:`RecipeAuditor.key_for` memoises it for callers that repeat keys)."""
+    :meth:`RecipeAuditor.key_for` memoises it for callers that repeat keys).
+
+    ``roles``, when given, is ``evidence_roles(raw)`` computed by the caller."""
+    if roles is None:
+        roles = evidence_roles(raw)
+    kind = _KINDS.get(deploy_type) or deployment_kind(
+        deploy_type, [r for r, _ in raw] or [name for name, _ in roles]
+    )
+    return CombinationKey(
+        model_id, hardware, kind, node_count if kind == "aggregated_multi_node" else None, roles
+    )
+
+
+def evidence_roles(raw: RawRoles) -> tuple[RoleKey, ...]:
+    """Each evidence role of ``raw`` with its distinct major FlagSets (in process order),
+    roles in :data:`ROLE_ORDER`."""
     per_role: dict[str, list[FlagSet]] = {}
     names: list[str] = []
     for recipe_role, major in raw:
@@ -446,11 +465,20 @@ def combination_key(
             flagsets.append(major)
     if len(names) > 1:
         names.sort(key=lambda name: ROLE_ORDER.get(name, 9))
-    roles: tuple[RoleKey, ...] = tuple([(name, tuple(per_role[name])) for name in names])
-    kind = _KINDS.get(deploy_type) or deployment_kind(deploy_type, [r for r, _ in raw] or names)
-    return CombinationKey(
-        model_id, hardware, kind, node_count if kind == "aggregated_multi_node" else None, roles
-    )
+    return tuple([(name, tuple(per_role[name])) for name in names])
+
+
+def joined_roles(
+    first: tuple[RoleKey, ...], second: tuple[RoleKey, ...]
+) -> tuple[RoleKey, ...] | None:
+    """``evidence_roles(a + b)`` from ``evidence_roles(a)`` and ``evidence_roles(b)``, when
+    every role of ``a`` comes before every role of ``b`` (a PD pool pair: prefill, then
+    decode); None otherwise."""
+    if not first or not second:
+        return None
+    if ROLE_ORDER.get(first[-1][0], 9) < ROLE_ORDER.get(second[0][0], 9):
+        return first + second
+    return None
 
 
 #: The deployment kind of the deploy types that name it (the others depend on their roles).
