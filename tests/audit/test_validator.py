@@ -14,6 +14,8 @@ from audit_builders import (
     single_combo,
     single_record,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from provenance.audit.model import (
     AuditReport,
@@ -21,8 +23,9 @@ from provenance.audit.model import (
     VerdictEntry,
     VerdictKind,
 )
-from provenance.audit.validator import RecipeInput, audit
+from provenance.audit.validator import RecipeInput, audit, evidence_roles, joined_roles
 from provenance.evidence.record import EvidenceRecord, RoleTopology
+from provenance.flags.model import FlagSet
 from provenance.ledger.model import LedgerEntry
 from provenance.recipes.combination import RenderResult, Selection
 
@@ -407,3 +410,26 @@ def test_report_round_trips_through_json() -> None:
     assert again == report
     assert '"schema":"provenance.audit/v2"' in data
     assert '"class":"major"' in data
+
+
+_RECIPE_ROLES = ("serve", "head", "worker", "prefill", "decode", "instance", "other")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(_RECIPE_ROLES), st.sampled_from(range(4))), max_size=5),
+    st.lists(st.tuples(st.sampled_from(_RECIPE_ROLES), st.sampled_from(range(4))), max_size=5),
+)
+def test_joined_roles_is_the_roles_of_the_joined_processes(
+    first: list[tuple[str, int]], second: list[tuple[str, int]]
+) -> None:
+    """A PD pair's key is built from each pool's evidence roles: whenever ``joined_roles``
+    answers, it is what the processes of both pools together give."""
+    flagsets = [FlagSet({"tensor_parallel_size": str(n)}) for n in range(4)]
+    a = tuple((role, flagsets[n]) for role, n in first)
+    b = tuple((role, flagsets[n]) for role, n in second)
+    joined = joined_roles(evidence_roles(a), evidence_roles(b))
+    if joined is not None:
+        assert joined == evidence_roles(a + b)
+    if a and b and {r for r, _ in first} == {"prefill"} and {r for r, _ in second} == {"decode"}:
+        assert joined is not None  # the PD case always joins
