@@ -67,6 +67,7 @@ from provenance.audit.scope import (
 )
 from provenance.flags.model import FlagSet
 from provenance.graph import EvidenceGraph, IndexedRecord
+from provenance.recipes.combination import construct
 
 #: The policy class of a flag key (``Policy.classify``), as text.
 ClassifyFn = Callable[[str], str]
@@ -211,16 +212,19 @@ class RoleJudgement:
         """This role's difference from ``record`` (built once per record)."""
         found = self._nearest.get(record.id)
         if found is None:
-            diff = self.flags.diff(record.major[self.role])
-            found = self._nearest[record.id] = NearestEvidence(
-                record=record.id,
-                config_key=record.config_key,
-                prs=record.prs,
-                role=self.role,
-                distance=diff.size,
-                only_recipe=dict(diff.only_left),
-                only_evidence=dict(diff.only_right),
-                changed=dict(diff.changed),
+            only_recipe, only_evidence, changed = self.flags.diff_parts(record.major[self.role])
+            found = self._nearest[record.id] = construct(
+                NearestEvidence,
+                {
+                    "record": record.id,
+                    "config_key": record.config_key,
+                    "prs": record.prs,
+                    "role": self.role,
+                    "distance": len(only_recipe) + len(only_evidence) + len(changed),
+                    "only_recipe": only_recipe,
+                    "only_evidence": only_evidence,
+                    "changed": changed,
+                },
             )
         return found
 
@@ -384,7 +388,7 @@ class Judge:
             exact=exact,
             provenance=provenance,
             reasons=reasons,
-            role_flags=RoleFlags(role=role, node_rank=None, flags=provenance),
+            role_flags=_role_flags(role, provenance),
             ordered_reasons=_ordered(reasons),
             distances=distances,
         )
@@ -393,11 +397,14 @@ class Judge:
         found = index.provenance.get(item)
         if found is None:
             key, value = item
-            found = index.provenance[item] = FlagProvenance(
-                key=key,
-                value=value,
-                cls=self._class_of(key),
-                evidence=index.setters.get(item, ()),
+            found = index.provenance[item] = construct(
+                FlagProvenance,
+                {
+                    "key": key,
+                    "value": value,
+                    "cls": self._class_of(key),
+                    "evidence": index.setters.get(item, ()),
+                },
             )
         return found
 
@@ -621,9 +628,7 @@ class Judge:
             if index is None:
                 index = self._no_candidates[role] = _RoleIndex.build(role, ())
             provenance = tuple(self._provenance(index, item) for item in flags.items())
-            found = self._unevidenced_roles[(role, flags)] = RoleFlags(
-                role=role, node_rank=None, flags=provenance
-            )
+            found = self._unevidenced_roles[(role, flags)] = _role_flags(role, provenance)
         return found
 
     def _scope(self, model_id: str, hardware: str, kind: DeploymentKind) -> Scope:
@@ -722,6 +727,11 @@ class Judge:
                 detail="the flags match an evidence point of another deployment kind",
             )
         ]
+
+
+def _role_flags(role: str, provenance: tuple[FlagProvenance, ...]) -> RoleFlags:
+    """The report's view of one role (built from parts that are valid already)."""
+    return construct(RoleFlags, {"role": role, "node_rank": None, "flags": provenance})
 
 
 def _reason_order(reason: Reason) -> tuple[int, int, str]:

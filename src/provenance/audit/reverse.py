@@ -132,20 +132,9 @@ def _record_roles(record: IndexedRecord) -> tuple[RoleKey, ...]:
 FlatRoles = tuple[tuple[str, FlagSet], ...]
 
 
-def _distance(roles: FlatRoles, recipe: Mapping[str, FlagSet]) -> int:
-    """How many flags differ between an evidence point's roles and a combination's
-    (``recipe``: role → its first major FlagSet); a role the recipe does not render
-    counts as all its flags plus one."""
-    total = 0
-    for role, evidence_flags in roles:
-        mine = recipe.get(role)
-        total += len(evidence_flags) + 1 if mine is None else evidence_flags.diff_size(mine)
-    return total
-
-
 def _describe_diff(roles: FlatRoles, recipe: Mapping[str, FlagSet]) -> str:
-    """The difference :func:`_distance` counts, role by role (``-`` evidence only, ``+``
-    recipe only)."""
+    """The difference :func:`nearest_combination` counts, role by role (``-`` evidence
+    only, ``+`` recipe only)."""
     parts = []
     for role, evidence_flags in roles:
         mine = recipe.get(role)
@@ -180,9 +169,27 @@ def distinct_combinations(candidates: Sequence[tuple[CombinationKey, _Seen]]) ->
 
 
 def nearest_combination(roles: FlatRoles, compared: Sequence[Compared]) -> tuple[int, str, _Seen]:
-    """The first of ``compared`` at the smallest :func:`_distance` from ``roles``, that
-    distance and its description."""
-    distances = [_distance(roles, recipe) for recipe, _ in compared]
+    """The first of ``compared`` at the smallest distance from ``roles``, that distance and
+    its description.
+
+    The distance counts the flags that differ between the evidence point's roles and the
+    combination's (role → its first major FlagSet); a role the combination does not
+    render counts as all its flags plus one."""
+    # many combinations share a role's FlagSet: each distinct one is compared once
+    sizes: list[dict[int, int]] = [{} for _ in roles]
+    distances = []
+    for recipe, _ in compared:
+        total = 0
+        for (role, evidence_flags), known in zip(roles, sizes, strict=True):
+            mine = recipe.get(role)
+            if mine is None:
+                total += len(evidence_flags) + 1
+                continue
+            size = known.get(id(mine))
+            if size is None:
+                size = known[id(mine)] = evidence_flags.diff_size(mine)
+            total += size
+        distances.append(total)
     best = min(distances)
     recipe, seen = compared[distances.index(best)]
     return best, _describe_diff(roles, recipe), seen

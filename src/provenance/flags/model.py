@@ -144,14 +144,19 @@ class FlagSet(Mapping[str, str]):
 
     def diff(self, other: FlagSet) -> FlagSetDiff:
         """What changes from ``self`` (e.g. recipe) to ``other`` (e.g. evidence)."""
-        only_self = {k: v for k, v in self._items.items() if k not in other._items}
-        only_other = {k: v for k, v in other._items.items() if k not in self._items}
-        changed = {
-            k: (v, other._items[k])
-            for k, v in self._items.items()
-            if k in other._items and other._items[k] != v
-        }
+        only_self, only_other, changed = self.diff_parts(other)
         return FlagSetDiff(only_left=only_self, only_right=only_other, changed=changed)
+
+    def diff_parts(
+        self, other: FlagSet
+    ) -> tuple[dict[str, str], dict[str, str], dict[str, tuple[str, str]]]:
+        """:meth:`diff` as three new dicts: keys only in ``self``, only in ``other``, and
+        changed (``self``'s value, ``other``'s), each in key order."""
+        mine, theirs = self._items, other._items
+        only_self = {k: v for k, v in mine.items() if k not in theirs}
+        only_other = {k: v for k, v in theirs.items() if k not in mine}
+        changed = {k: (v, theirs[k]) for k, v in mine.items() if k in theirs and theirs[k] != v}
+        return only_self, only_other, changed
 
     def key_set(self) -> frozenset[str]:
         """The keys as a frozenset (computed once: diff sizes are set operations on it)."""
