@@ -228,7 +228,12 @@ def parse_label(label: str) -> Selection | None:
 
 
 class _Encoder:
-    """Builds the compact page data from an AuditReport (see the module docstring)."""
+    """Builds the compact page data from an AuditReport (see the module docstring).
+
+    Verdict entries share their parts (a judgement's roles and flags, reasons, evidence
+    references): each part object is encoded once and its row remembered by ``id``. The
+    report being encoded keeps every part alive, so no id is reused meanwhile.
+    """
 
     def __init__(self, sweeps: Mapping[str, Sequence[SweepRun]]) -> None:
         self.strings = _Table()
@@ -245,6 +250,11 @@ class _Encoder:
         self.recipes = _Table()
         self._sweeps = sweeps
         self._pr_index: dict[str, int] = {}
+        #: id of a shared part (flag, evidence reference, roles, reason, nearest) -> row
+        self._rows: dict[int, int] = {}
+        #: the fields a shape row depends on -> row; features and modes -> row
+        self._shapes: dict[tuple[object, ...], int] = {}
+        self._feature_sets: dict[tuple[object, ...], int] = {}
 
     # scalars ------------------------------------------------------------------
     def s(self, text: str | None) -> int:
@@ -269,13 +279,29 @@ class _Encoder:
 
     # structures ---------------------------------------------------------------
     def evref(self, ref: EvidenceRef) -> int:
-        return self.evrefs.add((self.s(ref.record), self.pr_list(ref.prs)))
+        found = self._rows.get(id(ref))
+        if found is None:
+            found = self._rows[id(ref)] = self.evrefs.add(
+                (self.s(ref.record), self.pr_list(ref.prs))
+            )
+        return found
 
     def flag(self, flag: FlagProvenance) -> int:
-        evidence = tuple(self.evref(ref) for ref in flag.evidence)
-        return self.flags.add((self.s(flag.key), self.s(flag.value), self.s(flag.cls), evidence))
+        found = self._rows.get(id(flag))
+        if found is None:
+            evidence = tuple(self.evref(ref) for ref in flag.evidence)
+            found = self._rows[id(flag)] = self.flags.add(
+                (self.s(flag.key), self.s(flag.value), self.s(flag.cls), evidence)
+            )
+        return found
 
     def roleset(self, roles: Sequence[RoleFlags]) -> int:
+        found = self._rows.get(id(roles))
+        if found is None:
+            found = self._rows[id(roles)] = self._roleset(roles)
+        return found
+
+    def _roleset(self, roles: Sequence[RoleFlags]) -> int:
         rows = tuple(
             self.roles.add(
                 (
@@ -289,6 +315,12 @@ class _Encoder:
         return self.rolesets.add(rows)
 
     def reason(self, reason: Reason) -> int:
+        found = self._rows.get(id(reason))
+        if found is None:
+            found = self._rows[id(reason)] = self._reason(reason)
+        return found
+
+    def _reason(self, reason: Reason) -> int:
         return self.reasons.add(
             (
                 self.s(reason.code.value),
@@ -319,6 +351,26 @@ class _Encoder:
         )
 
     def shape(self, recipe: str, selection: Selection) -> int:
+        """The row of ``selection``'s deployment shape (everything but its features)."""
+        pd = selection.pd
+        key = (
+            recipe,
+            selection.variant,
+            selection.hardware,
+            selection.strategy,
+            selection.node_count,
+            selection.kv_offload,
+            selection.kv_instances,
+            None
+            if pd is None
+            else (pd.prefill.nodes, pd.prefill.parallelism, pd.decode.nodes, pd.decode.parallelism),
+        )
+        found = self._shapes.get(key)
+        if found is None:
+            found = self._shapes[key] = self._shape(recipe, selection)
+        return found
+
+    def _shape(self, recipe: str, selection: Selection) -> int:
         # Selection.label() without its feature parts: shape label + feature suffix == label().
         parts = selection.label().split(_LABEL_SEPARATOR)
         label = _LABEL_SEPARATOR.join(parts[:3] + [p for p in parts[3:] if not p.startswith("+")])
@@ -334,6 +386,14 @@ class _Encoder:
         )
 
     def feature_set(self, selection: Selection) -> int:
+        """The row of ``selection``'s features (with their modes)."""
+        key = (selection.features, tuple(selection.feature_modes.items()))
+        found = self._feature_sets.get(key)
+        if found is None:
+            found = self._feature_sets[key] = self._feature_set(selection)
+        return found
+
+    def _feature_set(self, selection: Selection) -> int:
         parts = _feature_parts(selection)
         column = " ".join(parts) if parts else "(no features)"
         suffix = "".join(_LABEL_SEPARATOR + p for p in parts)
