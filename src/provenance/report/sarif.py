@@ -82,6 +82,13 @@ def _canonical_keys(tokens: list[str]) -> dict[str, str]:
         return {}
 
 
+def selection_layers(selection: Selection) -> tuple[object, ...]:
+    """What of ``selection`` picks the recipe layers a flag can come from (variant,
+    strategy, features and their modes): the rest does not move a flag's line."""
+    modes = tuple(sorted((k, v or "") for k, v in selection.feature_modes.items()))
+    return (selection.variant, selection.strategy, selection.features, modes)
+
+
 class FlagLocator:
     """Where each canonical flag key is written in one recipe YAML."""
 
@@ -125,17 +132,18 @@ class FlagLocator:
             index += len(pair)
 
     def line_for(
-        self, flag: str | None, value: str | None, selection: Selection, role: str | None
+        self,
+        flag: str | None,
+        value: str | None,
+        selection: Selection,
+        role: str | None,
+        layers: tuple[object, ...] | None = None,
     ) -> int:
-        key: tuple[object, ...] = (
-            flag,
-            value,
-            selection.variant,
-            selection.strategy,
-            selection.features,
-            role,
-        )
-        key += tuple(sorted((k, v or "") for k, v in selection.feature_modes.items()))
+        """The line of the recipe that sets ``flag`` (to ``value``) for ``selection``'s
+        ``role``; ``layers`` is :func:`selection_layers` of ``selection``, when known."""
+        if layers is None:
+            layers = selection_layers(selection)
+        key = (flag, value, role, layers)
         found = self._memo.get(key)
         if found is None:
             found = self._line_for(flag, value, selection, role)
@@ -249,6 +257,10 @@ def _locator(report: AuditReport, recipe: str) -> FlagLocator | None:
 def build(report: AuditReport) -> dict[str, Any]:
     locators: dict[str, FlagLocator | None] = {}
     results: dict[tuple[object, ...], _Result] = {}
+    # Entries share their Reason objects, and equal reasons make one result: each object
+    # is mapped to the first equal one once (by id: the report keeps them all alive).
+    canonical: dict[Reason, Reason] = {}
+    same: dict[int, Reason] = {}
     for entry in report.verdicts:
         if not entry.reasons:
             continue
@@ -256,15 +268,22 @@ def build(report: AuditReport) -> dict[str, Any]:
         if entry.recipe not in locators:
             locator = _locator(report, entry.recipe)
             locators[entry.recipe] = locator
+        reasons = []
+        for reason in entry.reasons:
+            first = same.get(id(reason))
+            if first is None:
+                first = same[id(reason)] = canonical.setdefault(reason, reason)
+            reasons.append((reason, id(first)))
         for selection in entry.iter_selections():
-            for reason in entry.reasons:
+            layers = selection_layers(selection) if locator else ()
+            for reason, reason_id in reasons:
                 located = reason.flag if reason.code is not ReasonCode.MISSING_FLAG else None
                 line = (
-                    locator.line_for(located, reason.recipe_value, selection, reason.role)
+                    locator.line_for(located, reason.recipe_value, selection, reason.role, layers)
                     if locator
                     else 1
                 )
-                key = (entry.recipe, reason, line)
+                key = (entry.recipe, reason_id, line)
                 result = results.get(key)
                 if result is None:
                     result = results[key] = _Result(
