@@ -154,16 +154,21 @@ def _pr_audit(
     comment: bool,
     token_env: str,
 ) -> int:
+    from provenance.cli.lifetime import kept
     from provenance.review.pr_audit import PrAuditRequest, run_pr_audit
     from provenance.review.pr_output import gate_exit_code, write_pr_audit
 
     if repo is None or not base or not head:
         raise UsageError("--repo, --base and --head go together")
+    keep = kept()
     result = run_pr_audit(
         PrAuditRequest(
             repo=repo, base=base, head=head, ledger=ledger, evidence=evidence, filters=filters
-        )
+        ),
+        keep,
     )
+    if keep is not None:
+        keep.append(result)
     out = _open_output(output)
     try:
         write_pr_audit(result, fmt, out)
