@@ -27,6 +27,17 @@ def _without_mxfp8_indexer(path: Path) -> None:
     path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
+def _mxfp8_indexer_pr(tmp_path: Path) -> tuple[Path, str, str]:
+    """A recipes repository whose head adds the FP8 indexer back to the mxfp8 variant:
+    its work tree, base and head."""
+    repo = _init(tmp_path)
+    work = Path(repo.working_tree_dir)
+    _without_mxfp8_indexer(work / MODEL)
+    base = _commit(repo, "base")
+    shutil.copy(EMBEDDED / MODEL, work / MODEL)
+    return work, base, _commit(repo, "head")
+
+
 def _ledger(tmp_path: Path, declarations: list[dict[str, object]] | None = None) -> Path:
     ledger = tmp_path / "ledger"
     (tmp_path / "evidence").mkdir(exist_ok=True)
@@ -187,12 +198,7 @@ def test_cli_pr_audit_gate_exit_codes_and_formats(tmp_path: Path) -> None:
 
     from provenance.cli.main import cli
 
-    repo = _init(tmp_path)
-    work = Path(repo.working_tree_dir)
-    _without_mxfp8_indexer(work / MODEL)
-    base = _commit(repo, "base")
-    shutil.copy(EMBEDDED / MODEL, work / MODEL)
-    head = _commit(repo, "head")
+    work, base, head = _mxfp8_indexer_pr(tmp_path)
     ledger = _ledger(tmp_path)
     common = [
         "audit", "--repo", str(work), "--base", base, "--head", head,
@@ -235,12 +241,7 @@ def test_cli_pr_audit_sarif_points_at_the_recipe_in_the_repository(tmp_path: Pat
 
     from provenance.cli.main import cli
 
-    repo = _init(tmp_path)
-    work = Path(repo.working_tree_dir)
-    _without_mxfp8_indexer(work / MODEL)
-    base = _commit(repo, "base")
-    shutil.copy(EMBEDDED / MODEL, work / MODEL)
-    head = _commit(repo, "head")
+    work, base, head = _mxfp8_indexer_pr(tmp_path)
     # the work tree no longer has the head's file: lines must come from git's copy
     (work / MODEL).write_text("# not the head revision\n")
     ledger = _ledger(tmp_path)
@@ -274,12 +275,7 @@ def test_cli_pr_audit_keeps_its_structures_until_exit_and_writes_the_same(
     from provenance.cli.main import cli
     from provenance.review.pr_audit import PrAuditResult
 
-    repo = _init(tmp_path)
-    work = Path(repo.working_tree_dir)
-    _without_mxfp8_indexer(work / MODEL)
-    base = _commit(repo, "base")
-    shutil.copy(EMBEDDED / MODEL, work / MODEL)
-    head = _commit(repo, "head")
+    work, base, head = _mxfp8_indexer_pr(tmp_path)
     args = [
         "audit", "--repo", str(work), "--base", base, "--head", head,
         "--ledger", str(_ledger(tmp_path)), "--evidence", str(tmp_path / "evidence"),
