@@ -13,7 +13,8 @@ once per distinct input and keys whole blocks of selections at a time:
   (spec §2.4), so each pool of each role is rendered once per shape and feature
   choice; pools with the same major flags are interchangeable, and the pairs of
   a shape fall into a few (prefill flags, decode flags) buckets, each one
-  combination key.
+  combination key, joined from the two pools' evidence roles (each computed once
+  per distinct pool: :func:`~provenance.audit.validator.joined_roles`).
 * **Features.** Many features only add functional flags (``--tool-call-parser``,
   ``--reasoning-parser``). A feature argument unit is *inert* when normalising it
   alone yields no major flag, it writes no mergeable config, and its flag occurs
