@@ -211,8 +211,8 @@ def run_audit(
     """Load everything, audit every combination, return the report.
 
     With ``shared``, the evidence graph, normaliser and judges come from (and stay in) it.
-    With ``keep``, everything the audit built and would free on the way out (the graph,
-    the judges, each recipe's auditor and its memos) is appended to it instead: see
+    With ``keep``, what the audit built and would free on the way out (the graph, the
+    judges, the last recipe's auditor and its memos) is appended to it instead: see
     :func:`provenance.audit.validator.audit`.
     """
     resolved = default_inputs(inputs)
