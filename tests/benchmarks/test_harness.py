@@ -1,0 +1,123 @@
+"""The benchmark harness measures what it says (never how fast: no test asserts a time).
+
+* ``measure.run_child`` reports the child's own peak RSS and exit status;
+* the synthetic inputs behind the scaling target scale exactly: k clones of the nvfp4
+  variant give k times the combinations, k copies of a record stay in its scope with
+  a distinct major ``seed`` each;
+* ``benchmarks/run.py`` runs a target end to end and prints its rows.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from provenance.audit.run import AuditFilters, AuditInputs, run_audit
+from provenance.audit.scope import record_scope
+from provenance.evidence.record import EvidenceRecord
+from provenance.flags.model import FlagSet
+from provenance.ledger.store import EvidenceStore
+
+REPO = Path(__file__).resolve().parents[2]
+BENCHMARKS = REPO / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def harness() -> Iterator[tuple[ModuleType, ModuleType]]:
+    """``benchmarks/measure.py`` and ``benchmarks/synthetic.py`` (scripts, not a package)."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import measure
+        import synthetic
+
+        yield measure, synthetic
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def test_run_child_reports_the_childs_own_peak_rss_and_status(
+    harness: tuple[ModuleType, ModuleType],
+) -> None:
+    measure, _ = harness
+    big = measure.run_child([sys.executable, "-c", "x = bytearray(80_000_000); x[-1] = 1"])
+    small = measure.run_child([sys.executable, "-c", "pass"])
+    assert big.returncode == 0 and small.returncode == 0
+    assert big.rss_mb >= 80 > small.rss_mb
+    assert big.cpu == big.user + big.sys
+    failed = measure.run_child([sys.executable, "-c", "raise SystemExit(1)"])
+    assert failed.returncode == 1  # 1 is a gate result, not a failure of the run
+    with pytest.raises(RuntimeError, match="exited 3"):
+        measure.run_child([sys.executable, "-c", "raise SystemExit(3)"])
+    middle = measure.median([big, small, failed])
+    assert middle.rss_mb == big.rss_mb and middle.returncode == 1
+
+
+@pytest.mark.parametrize("scale", [2, 3])
+def test_scaled_recipe_has_exactly_k_times_the_combinations(
+    harness: tuple[ModuleType, ModuleType], tmp_path: Path, scale: int
+) -> None:
+    _, synthetic = harness
+
+    def combinations(k: int) -> int:
+        root = tmp_path / f"root-{k}"
+        names = synthetic.scaled_recipes_root(REPO / "recipes", root, k)
+        assert names == synthetic.clone_names(k) and len(names) == k
+        report = run_audit(
+            AuditInputs(
+                recipes=("MiniMaxAI/MiniMax-M3",),
+                recipes_root=root,
+                ledger=REPO / "ledger",
+                evidence=REPO / "evidence",
+            ),
+            AuditFilters(variants=tuple(names), hardware=(synthetic.HARDWARE,)),
+        )
+        return report.summary.combinations
+
+    single = combinations(1)
+    assert single > 1000
+    assert combinations(scale) == scale * single
+
+
+def test_scaled_evidence_copies_stay_in_scope_with_a_distinct_seed(
+    harness: tuple[ModuleType, ModuleType], tmp_path: Path
+) -> None:
+    _, synthetic = harness
+    source = EvidenceStore(tmp_path / "source")
+    originals = sorted(EvidenceStore(REPO / "evidence").iter_records(), key=lambda r: r.id)[:4]
+    for record in originals:
+        source.put(record)
+    count = synthetic.scaled_evidence(tmp_path / "source", tmp_path / "scaled", 3)
+    assert count == 3 * len(originals)
+    scaled = list(EvidenceStore(tmp_path / "scaled").iter_records())
+    assert len({r.id for r in scaled}) == count
+
+    def without_seed(record: EvidenceRecord) -> tuple[str, dict[str, FlagSet]]:
+        key = record.config_key.removesuffix("-s2").removesuffix("-s3")
+        return key, {role: flags.without(["seed"]) for role, flags in record.roles.items()}
+
+    for original in originals:
+        copies = [r for r in scaled if without_seed(r) == without_seed(original)]
+        assert len(copies) == 3
+        assert {record_scope(r) for r in copies} == {record_scope(original)}
+        seeds = {tuple(sorted(f.get("seed", "") for f in r.roles.values())) for r in copies}
+        assert len(seeds) == 3  # the original has none, each copy its own
+
+
+def test_runner_runs_a_target_and_prints_its_rows(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "run.py"), "--only", "startup", "--repeat", "1"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "startup:" in done.stdout
+    assert "provenance --help (median)" in done.stdout
+    assert "peak RSS" in done.stdout
