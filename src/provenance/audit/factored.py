@@ -373,7 +373,7 @@ class CellAuditor:
                 p, d = layout.pairs[pairs[0]]
                 key = self._pd_key(model_id, cell.hardware, deploy_type, prefill[p], decode[d])
                 blocks.setdefault(key, []).append((picks, pairs))
-        self._tally(cell, model_id, blocks)
+        self._tally(cell, model_id, blocks, layout)
 
     def _half(self, raw: RawRoles) -> _Half:
         """The one object for the processes ``raw`` of a PD pool, with their evidence roles
@@ -440,27 +440,29 @@ class CellAuditor:
         return frozenset(names), reducible
 
     def _tally(
-        self, cell: ShapeCell, model_id: str, blocks: dict[CombinationKey, list[_Block]]
+        self,
+        cell: ShapeCell,
+        model_id: str,
+        blocks: dict[CombinationKey, list[_Block]],
+        layout: _PoolLayout | None,
     ) -> None:
         auditor = self.auditor
         position = {id(pick): index for index, pick in enumerate(cell.choices)}
-        layout = self._layout(cell.pools) if cell.pools is not None else None
         modes = layout.modes if layout is not None else []
         for key, key_blocks in blocks.items():
             state = auditor.state(key, model_id)
             example: Callable[[], Selection] | None = None
             if state.example_of is None:
-                if len(key_blocks) == 1:
-                    picks, pairs = key_blocks[0]
-                    first = (position[id(picks[0])], pairs[0] if pairs else 0)
-                else:
-                    first = min(
-                        (position[id(picks[0])], pairs[0] if pairs else 0)
-                        for picks, pairs in key_blocks
-                    )
+                first = min(
+                    (position[id(picks[0])], pairs[0] if pairs else 0)
+                    for picks, pairs in key_blocks
+                )
                 example = partial(_example, cell, *first)
             for picks, pairs in key_blocks:
                 pd_modes: tuple[str, ...] = ()
+                products: list[PdPools | None] = [None]
+                if layout is not None:
+                    products = layout.products(pairs, self._pd_pools)
                 if pairs:
                     pd_modes = (
                         modes[pairs[0]]
@@ -469,9 +471,6 @@ class CellAuditor:
                     )
                 for declared, declared_picks in self._declared(cell, picks, state.outcome):
                     choices = self._choices_of(declared_picks)
-                    products = (
-                        layout.products(pairs, self._pd_pools) if layout is not None else [None]
-                    )
                     for pd in products:
                         selections = self._set(cell, choices, pd)
                         auditor.add_set(
