@@ -29,14 +29,13 @@ BENCHMARKS = REPO / "benchmarks"
 
 
 @pytest.fixture(scope="module")
-def harness() -> Iterator[tuple[ModuleType, ModuleType]]:
-    """``benchmarks/measure.py`` and ``benchmarks/synthetic.py`` (scripts, not a package)."""
+def synthetic() -> Iterator[ModuleType]:
+    """``benchmarks/synthetic.py`` (a script beside the runner, not a package)."""
     sys.path.insert(0, str(BENCHMARKS))
     try:
-        import measure
         import synthetic
 
-        yield measure, synthetic
+        yield synthetic
     finally:
         sys.path.remove(str(BENCHMARKS))
 
@@ -87,9 +86,8 @@ def test_run_child_reports_the_childs_own_peak_rss_and_status() -> None:
 
 @pytest.mark.parametrize("scale", [2, 3])
 def test_scaled_recipe_has_exactly_k_times_the_combinations(
-    harness: tuple[ModuleType, ModuleType], tmp_path: Path, scale: int
+    synthetic: ModuleType, tmp_path: Path, scale: int
 ) -> None:
-    _, synthetic = harness
 
     def combinations(k: int) -> int:
         root = tmp_path / f"root-{k}"
@@ -112,9 +110,8 @@ def test_scaled_recipe_has_exactly_k_times_the_combinations(
 
 
 def test_scaled_evidence_copies_stay_in_scope_with_a_distinct_seed(
-    harness: tuple[ModuleType, ModuleType], tmp_path: Path
+    synthetic: ModuleType, tmp_path: Path
 ) -> None:
-    _, synthetic = harness
     source = EvidenceStore(tmp_path / "source")
     originals = sorted(EvidenceStore(REPO / "evidence").iter_records(), key=lambda r: r.id)[:4]
     for record in originals:
