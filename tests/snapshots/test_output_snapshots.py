@@ -1,0 +1,202 @@
+"""Every user-visible output, pinned: a change to any report shows up here first.
+
+Each case runs one real command of the CLI (click's runner, in process) on the embedded
+data, on a recipes PR replayed from the MiniMax-M3 history in ``../shared/corpus``, or
+(slow) on every recipe of a vllm-project/recipes checkout at 8959cf6. Small outputs are
+kept whole in ``__snapshots__/`` so a reviewer reads the change; large ones (the JSON,
+SARIF and HTML reports, tens of megabytes) as their SHA-256 and size.
+
+An intended change of output is accepted with ``python -m pytest tests/snapshots
+--snapshot-update`` and reviewed in the diff of ``__snapshots__/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+import pytest
+from click.testing import CliRunner
+from syrupy.assertion import SnapshotAssertion
+
+from provenance.cli.main import cli
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CORPUS = REPO_ROOT.parent / "shared" / "corpus"
+HISTORY = CORPUS / "recipes-history" / "MiniMax-M3"
+MODEL = "models/MiniMaxAI/MiniMax-M3.yaml"
+#: the recipes PR that added the FP8 indexer to nvfp4 and mxfp8 (the review's PR)
+PR682_BASE = "2026-07-23_8b1005a_pr672.yaml"
+PR682_HEAD = "2026-07-27_83ff280_pr682.yaml"
+
+
+@dataclass(frozen=True)
+class Case:
+    args: tuple[str, ...]
+    #: keep the digest only (outputs of megabytes)
+    digest: bool = False
+    #: what the case needs beyond the repository: "" | "corpus" | "checkout"
+    needs: str = ""
+
+
+EXPLAIN_PD = (
+    "explain",
+    "MiniMaxAI/MiniMax-M3",
+    "--variant",
+    "nvfp4",
+    "--hardware",
+    "b300",
+    "--strategy",
+    "pd_cluster",
+    "--feature",
+    "spec_decoding=eagle3_gqa",
+    "--prefill",
+    "1:tp",
+    "--decode",
+    "1:tp",
+)
+EXPLAIN_TP = (
+    "explain",
+    "MiniMaxAI/MiniMax-M3",
+    "--variant",
+    "nvfp4",
+    "--hardware",
+    "b200",
+    "--strategy",
+    "single_node_tp",
+)
+PR = ("--repo", "{repo}", "--base", "{base}", "--head", "{head}")
+
+CASES: dict[str, Case] = {
+    "audit-text": Case(("audit",)),
+    "audit-markdown": Case(("audit", "--format", "markdown")),
+    "audit-json": Case(("audit", "--format", "json"), digest=True),
+    "audit-sarif": Case(("audit", "--format", "sarif"), digest=True),
+    "audit-html": Case(("audit", "--format", "html"), digest=True),
+    "audit-star-kv-json": Case(
+        ("audit", "--pd-pairing", "star", "--kv", "all", "--format", "json"), digest=True
+    ),
+    "audit-b300-text": Case(("audit", "--hardware", "b300", "--features", "default")),
+    "explain-pd-text": Case(EXPLAIN_PD),
+    "explain-pd-json": Case((*EXPLAIN_PD, "--format", "json"), digest=True),
+    "explain-tp-text": Case(EXPLAIN_TP),
+    "cite-en-zh": Case(("cite", "--lang", "en,zh")),
+    "combos-jsonl": Case(("combos", "MiniMaxAI/MiniMax-M3", "--recipes-root", "recipes"), True),
+    "evidence-list-text": Case(("evidence", "list", "--hardware", "b300"), digest=True),
+    "evidence-list-json": Case(("evidence", "list", "--format", "json"), digest=True),
+    "graph-json": Case(("graph", "--format", "json"), digest=True),
+    "verify-text": Case(("verify",)),
+    "flags-text": Case(
+        (
+            "flags",
+            "--",
+            "vllm",
+            "serve",
+            "MiniMaxAI/MiniMax-M3",
+            "--attention-config",
+            '{"indexer_kv_dtype": "fp8"}',
+            "--no-enable-prefix-caching",
+            "-tp",
+            "4",
+        )
+    ),
+    "pr682-text": Case(("audit", *PR), needs="corpus"),
+    "pr682-markdown": Case(("audit", *PR, "--format", "markdown"), needs="corpus"),
+    "pr682-json": Case(("audit", *PR, "--format", "json"), digest=True, needs="corpus"),
+    "pr682-sarif": Case(("audit", *PR, "--format", "sarif"), digest=True, needs="corpus"),
+    "pr682-html": Case(("audit", *PR, "--format", "html"), digest=True, needs="corpus"),
+    "pr682-cite": Case(("cite", *PR, "--lang", "en,zh"), needs="corpus"),
+    "all-recipes-json": Case(
+        ("audit", "--recipes-root", "{checkout}", "--format", "json"), digest=True, needs="checkout"
+    ),
+    "all-recipes-star-json": Case(
+        ("audit", "--recipes-root", "{checkout}", "--pd-pairing", "star", "--format", "json"),
+        digest=True,
+        needs="checkout",
+    ),
+    "all-recipes-markdown": Case(
+        ("audit", "--recipes-root", "{checkout}", "--format", "markdown"), needs="checkout"
+    ),
+}
+
+
+def _checkout() -> Path | None:
+    given = os.environ.get("PROVENANCE_RECIPES_ROOT")
+    path = Path(given) if given else Path("/tmp/recipes-8959cf6")
+    return path if (path / "taxonomy.yaml").is_file() and (path / "models").is_dir() else None
+
+
+@pytest.fixture(scope="module")
+def pr682_repo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The embedded recipes root in a git repository: base = MiniMax-M3 after recipes
+    PR #672, head = after #682."""
+    if not HISTORY.is_dir():
+        pytest.skip("../shared/corpus is absent")
+    work = tmp_path_factory.mktemp("pr682") / "recipes"
+    shutil.copytree(REPO_ROOT / "recipes", work)
+    repo = git.Repo.init(work)
+    author = git.Actor("t", "t@example.invalid")
+    revisions = []
+    for day, name in enumerate((PR682_BASE, PR682_HEAD), start=1):
+        shutil.copy(HISTORY / name, work / MODEL)
+        repo.git.add(A=True)
+        date = f"{1_784_592_000 + day * 86_400} +0000"  # fixed dates: the same SHAs on every run
+        repo.index.commit(name, author=author, committer=author, author_date=date, commit_date=date)
+        revisions.append(repo.head.commit.hexsha)
+    return {"repo": str(work), "base": revisions[0], "head": revisions[1]}
+
+
+def _slow(name: str) -> list[pytest.MarkDecorator]:
+    return [pytest.mark.slow] if CASES[name].needs == "checkout" else []
+
+
+@pytest.fixture
+def in_repo_root() -> Iterator[None]:
+    cwd = Path.cwd()
+    os.chdir(REPO_ROOT)
+    try:
+        yield
+    finally:
+        os.chdir(cwd)
+
+
+def _run(args: tuple[str, ...], values: dict[str, str]) -> tuple[int, bytes]:
+    argv = [values.get(arg[1:-1], arg) if arg.startswith("{") else arg for arg in args]
+    result = CliRunner(env={"COLUMNS": "160", "NO_COLOR": "1"}).invoke(cli, argv)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout_bytes
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_slow(n)) for n in CASES])
+def test_output(
+    name: str,
+    snapshot: SnapshotAssertion,
+    request: pytest.FixtureRequest,
+    in_repo_root: None,
+) -> None:
+    case = CASES[name]
+    values: dict[str, str] = {}
+    if case.needs == "corpus":
+        values = request.getfixturevalue("pr682_repo")
+    elif case.needs == "checkout":
+        checkout = _checkout()
+        if checkout is None:
+            pytest.skip("no vllm-project/recipes checkout (set PROVENANCE_RECIPES_ROOT)")
+        values = {"checkout": str(checkout)}
+    code, out = _run(case.args, values)
+    shown: Callable[[bytes], object] = _digest if case.digest else _text
+    assert {"exit": code, "output": shown(out)} == snapshot
+
+
+def _digest(out: bytes) -> str:
+    return f"sha256:{hashlib.sha256(out).hexdigest()} bytes:{len(out)}"
+
+
+def _text(out: bytes) -> str:
+    return out.decode("utf-8")
