@@ -28,7 +28,7 @@ _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 def _child(args: argparse.Namespace) -> None:
     """Load everything, then audit only when asked to; leave without tearing down."""
-    from provenance.audit.run import (
+    from provenance.audit.pipeline import (
         AuditFilters,
         AuditInputs,
         default_inputs,

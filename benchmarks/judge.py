@@ -35,7 +35,7 @@ def main() -> None:
 
     from provenance.audit import reverse, validator
     from provenance.audit.judge import CombinationKey, Judge, Outcome
-    from provenance.audit.run import AuditFilters, ResolvedInputs, load_graph, recipe_inputs
+    from provenance.audit.pipeline import AuditFilters, ResolvedInputs, load_graph, recipe_inputs
 
     normaliser = validator.PolicyNormaliser()
     graph, declarations = load_graph(REPO / "ledger", REPO / "evidence", normaliser)

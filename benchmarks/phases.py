@@ -19,7 +19,7 @@ import json  # noqa: E402
 import os  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from provenance.audit.run import (  # noqa: E402
+from provenance.audit.pipeline import (  # noqa: E402
     AuditFilters,
     AuditInputs,
     default_inputs,

@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from provenance.flags.model import FlagSet
-from provenance.ledger.store import EvidenceStore
+from provenance.model.flags import FlagSet
+from provenance.store.evidence import EvidenceStore
 
 MODEL = Path("models/MiniMaxAI/MiniMax-M3.yaml")
 BASE_VARIANT = "nvfp4"

@@ -10,10 +10,10 @@ import argparse
 import time
 from pathlib import Path
 
-from provenance.recipes.enumerate import EnumerationOptions, enumerate_selections
-from provenance.recipes.loader import load_recipe, load_recipes_root
-from provenance.recipes.records import RecordDigester
-from provenance.recipes.synthesis import Renderer
+from provenance.recipes.enumerate.selections import EnumerationOptions, enumerate_selections
+from provenance.recipes.load.loader import load_recipe, load_recipes_root
+from provenance.recipes.render.records import RecordDigester
+from provenance.recipes.render.synthesis import Renderer
 
 REPO = Path(__file__).resolve().parents[1]
 

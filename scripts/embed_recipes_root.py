@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from provenance.gitread import open_repo, resolve_commit
+from provenance.sources.git import open_repo, resolve_commit
 
 PROSE_KEYS = frozenset({"description", "guide", "note", "tooltip", "performance_headline"})
 

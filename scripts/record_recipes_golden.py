@@ -42,7 +42,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from provenance.recipes.records import group_digest, group_key, oracle_projection, record_digest
+from provenance.recipes.render.records import (
+    group_digest,
+    group_key,
+    oracle_projection,
+    record_digest,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "tests" / "data" / "recipes_golden"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from provenance.defaults import data_dirs
+from provenance.store.embedded import data_dirs
 
 REPO = Path(__file__).resolve().parents[1]
 

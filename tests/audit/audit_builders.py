@@ -12,7 +12,17 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from provenance.evidence.record import (
+from provenance.audit.index import EvidenceIndex
+from provenance.model.combination import (
+    PdPool,
+    PdSelection,
+    RenderResult,
+    RoleCommand,
+    Selection,
+)
+from provenance.model.flags import FlagSet
+from provenance.model.ledger import LedgerEntry, PrRef, SweepRun
+from provenance.model.record import (
     EvidenceRecord,
     EvidenceSource,
     PartialMarker,
@@ -20,16 +30,6 @@ from provenance.evidence.record import (
     SourceFile,
     Topology,
     WorkloadPoint,
-)
-from provenance.flags.model import FlagSet
-from provenance.graph import EvidenceGraph
-from provenance.ledger.model import LedgerEntry, PrRef, SweepRun
-from provenance.recipes.combination import (
-    PdPool,
-    PdSelection,
-    RenderResult,
-    RoleCommand,
-    Selection,
 )
 
 NVFP4 = "nvidia/MiniMax-M3-NVFP4"
@@ -199,8 +199,8 @@ def entry(number: int, *records: EvidenceRecord, green: bool = True) -> LedgerEn
 
 def graph_of(
     records: Sequence[EvidenceRecord], entries: Sequence[LedgerEntry], normaliser: StandInNormaliser
-) -> EvidenceGraph:
-    return EvidenceGraph.build(records, entries, normaliser.major)
+) -> EvidenceIndex:
+    return EvidenceIndex.build(records, entries, normaliser.major)
 
 
 # Recipe side ------------------------------------------------------------------

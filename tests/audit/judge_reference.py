@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from provenance.audit.index import EvidenceIndex, IndexedRecord
 from provenance.audit.judge import (
     ClassifyFn,
     CombinationKey,
@@ -25,18 +26,16 @@ from provenance.audit.judge import (
     _shape_ok,
     _usable,
 )
-from provenance.audit.model import (
+from provenance.audit.verdicts import (
     EvidenceRef,
     FlagProvenance,
     NearestEvidence,
     Reason,
-    ReasonCode,
     RoleFlags,
-    VerdictKind,
 )
-from provenance.audit.scope import ROLE_ORDER, DeploymentKind, recipe_role_shape
-from provenance.flags.model import FlagSet, FlagSetDiff
-from provenance.graph import EvidenceGraph, IndexedRecord
+from provenance.model.flags import FlagSet, FlagSetDiff
+from provenance.model.reasons import ReasonCode, VerdictKind
+from provenance.model.scope import ROLE_ORDER, DeploymentKind, recipe_role_shape
 
 if TYPE_CHECKING:
     from provenance.audit.validator import _Seen
@@ -58,7 +57,7 @@ class ReferenceRole:
 class ReferenceJudge:
     """``Judge.outcome`` by brute force."""
 
-    def __init__(self, graph: EvidenceGraph, classify: ClassifyFn) -> None:
+    def __init__(self, graph: EvidenceIndex, classify: ClassifyFn) -> None:
         self.judge = Judge(graph, classify)
         self.classify = classify
 

@@ -9,7 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from provenance.cli.main import cli
-from provenance.evidence.record import (
+from provenance.model.combination import Selection
+from provenance.model.ledger import LedgerEntry, PrRef, SweepRun
+from provenance.model.record import (
     EvidenceRecord,
     EvidenceSource,
     RoleTopology,
@@ -17,13 +19,11 @@ from provenance.evidence.record import (
     Topology,
     WorkloadPoint,
 )
-from provenance.flags.normalise import normalise_argv
-from provenance.ledger.ledger_dir import Ledger
-from provenance.ledger.model import LedgerEntry, PrRef, SweepRun
-from provenance.ledger.store import EvidenceStore
-from provenance.recipes.combination import Selection
-from provenance.recipes.loader import load_recipe, load_recipes_root
-from provenance.recipes.synthesis import render
+from provenance.normalise.canonical import normalise_argv
+from provenance.recipes.load.loader import load_recipe, load_recipes_root
+from provenance.recipes.render.synthesis import render
+from provenance.store.evidence import EvidenceStore
+from provenance.store.ledger import Ledger
 
 ROOT = Path(__file__).resolve().parents[2] / "recipes"
 RECIPE = "MiniMaxAI/MiniMax-M3"

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from provenance.audit.model import AuditReport, ReasonCode, VerdictEntry
-from provenance.audit.run import AuditFilters, ResolvedInputs, recipe_inputs
+from provenance.audit.index import EvidenceIndex
+from provenance.audit.pipeline import AuditFilters, ResolvedInputs, recipe_inputs
 from provenance.audit.validator import PolicyNormaliser, audit
-from provenance.graph import EvidenceGraph
-from provenance.ledger.model import SweepRun
+from provenance.audit.verdicts import AuditReport, VerdictEntry
+from provenance.model.ledger import SweepRun
+from provenance.model.reasons import ReasonCode
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MIRROR = REPO_ROOT.parent / ".mirror" / "SemiAnalysisAI+InferenceX" / "repo"
@@ -49,7 +50,7 @@ def report(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 
 def _embedded_report() -> AuditReport:
-    from provenance.audit.run import load_graph
+    from provenance.audit.pipeline import load_graph
 
     normaliser = PolicyNormaliser()
     graph, declarations = load_graph(REPO_ROOT / "ledger", REPO_ROOT / "evidence", normaliser)
@@ -80,7 +81,7 @@ def _mirror_report(tmp_path_factory: pytest.TempPathFactory) -> AuditReport:
         for e in result.entries
     ]
     normaliser = PolicyNormaliser()
-    graph = EvidenceGraph.build(result.records, entries, normaliser.major)
+    graph = EvidenceIndex.build(result.records, entries, normaliser.major)
     empty = tmp_path_factory.mktemp("ledger")
     resolved = ResolvedInputs(
         recipes=("MiniMaxAI/MiniMax-M3",),
@@ -192,9 +193,9 @@ def test_2310_four_prefill_one_decode_point_not_expressible(report: AuditReport)
 
 
 def test_embedded_2120_eagle3_launchers_never_set_the_indexer() -> None:
-    from provenance.ledger.ledger_dir import Ledger
-    from provenance.ledger.model import PrRef
-    from provenance.ledger.store import EvidenceStore
+    from provenance.model.ledger import PrRef
+    from provenance.store.evidence import EvidenceStore
+    from provenance.store.ledger import Ledger
 
     entry = Ledger(REPO_ROOT / "ledger").entry(PrRef(repo=IX, number=2120))
     assert entry is not None and entry.validated

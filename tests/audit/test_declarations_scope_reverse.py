@@ -11,14 +11,14 @@ from hypothesis import strategies as st
 
 from provenance.audit.declarations import DeclarationMatcher
 from provenance.audit.reverse import expressibility_problems, pool_mode
-from provenance.audit.scope import checkpoint_key, deployment_kind, same_checkpoint
 from provenance.audit.validator import PolicyNormaliser, RecipeInput, audit
 from provenance.errors import ProvenanceError
-from provenance.evidence.record import RoleTopology, Topology
-from provenance.flags.normalise import normalise_argv
-from provenance.flags.policy import default_policy
-from provenance.ledger.model import Declaration, Declarations, SelectionPattern
-from provenance.recipes.combination import Selection
+from provenance.model.combination import Selection
+from provenance.model.ledger import Declaration, Declarations, SelectionPattern
+from provenance.model.record import RoleTopology, Topology
+from provenance.model.scope import checkpoint_key, deployment_kind, same_checkpoint
+from provenance.normalise.canonical import normalise_argv
+from provenance.normalise.policy import default_policy
 
 RECIPE = "MiniMaxAI/MiniMax-M3"
 

@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from provenance.audit.model import RECORD_INDEX, AuditReport, SelectionSet, VerdictEntry
-from provenance.audit.run import load_graph
+from provenance.audit.index import EvidenceIndex
+from provenance.audit.pipeline import load_graph
 from provenance.audit.validator import CellSource, PolicyNormaliser, RecipeInput, audit
-from provenance.graph import EvidenceGraph
-from provenance.ledger.model import Declaration, Declarations, SelectionPattern
-from provenance.recipes.enumerate import EnumerationOptions, enumerate_selections
-from provenance.recipes.loader import Recipe, RecipesRoot, load_recipe, load_recipes_root
-from provenance.recipes.synthesis import Renderer
+from provenance.audit.verdicts import RECORD_INDEX, AuditReport, SelectionSet, VerdictEntry
+from provenance.model.ledger import Declaration, Declarations, SelectionPattern
+from provenance.recipes.enumerate.selections import EnumerationOptions, enumerate_selections
+from provenance.recipes.load.loader import Recipe, RecipesRoot, load_recipe, load_recipes_root
+from provenance.recipes.render.synthesis import Renderer
 from provenance.report import json_report
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ def _both(
     recipes: list[Recipe],
     root: RecipesRoot,
     options: EnumerationOptions,
-    graph: EvidenceGraph,
+    graph: EvidenceIndex,
     declarations: Declarations | None = None,
 ) -> tuple[AuditReport, AuditReport]:
     slow = audit(
@@ -89,7 +89,7 @@ def assert_same_audit(slow: AuditReport, fast: AuditReport) -> None:
 
 
 @pytest.fixture(scope="module")
-def embedded() -> tuple[RecipesRoot, Recipe, EvidenceGraph, Declarations]:
+def embedded() -> tuple[RecipesRoot, Recipe, EvidenceIndex, Declarations]:
     root = load_recipes_root(REPO / "recipes")
     recipe = load_recipe(root, "MiniMaxAI/MiniMax-M3")
     graph, declarations = load_graph(REPO / "ledger", REPO / "evidence", PolicyNormaliser())
@@ -107,7 +107,7 @@ def _assert_writer_is_the_model(report: AuditReport) -> None:
 
 
 def test_minimax_full_cross_product(
-    embedded: tuple[RecipesRoot, Recipe, EvidenceGraph, Declarations],
+    embedded: tuple[RecipesRoot, Recipe, EvidenceIndex, Declarations],
 ) -> None:
     root, recipe, graph, declarations = embedded
     slow, fast = _both([recipe], root, EnumerationOptions(), graph, declarations)
@@ -119,7 +119,7 @@ def test_minimax_full_cross_product(
 
 
 def test_minimax_star_pairing_all_kv_with_declarations(
-    embedded: tuple[RecipesRoot, Recipe, EvidenceGraph, Declarations],
+    embedded: tuple[RecipesRoot, Recipe, EvidenceIndex, Declarations],
 ) -> None:
     root, recipe, graph, _ = embedded
     declarations = Declarations(
@@ -187,7 +187,7 @@ def edge_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_toy_roots_every_branch(edge_root: Path, model: str) -> None:
     root = load_recipes_root(edge_root)
     recipe = load_recipe(root, model)
-    graph = EvidenceGraph.build([], [], PolicyNormaliser().major)
+    graph = EvidenceIndex.build([], [], PolicyNormaliser().major)
     options = EnumerationOptions(kv="all", pd_nodes="1,2,3,default")
     slow, fast = _both([recipe], root, options, graph)
     assert fast.summary.combinations > 100
@@ -258,11 +258,11 @@ def test_reduction_keeps_feature_args_whose_boundaries_could_move(edge_root: Pat
     from provenance.audit.factored import CellAuditor
     from provenance.audit.judge import Judge
     from provenance.audit.validator import RecipeAuditor
-    from provenance.recipes.synthesis import parse_units
+    from provenance.recipes.render.synthesis import parse_units
 
     root = load_recipes_root(edge_root)
     normaliser = PolicyNormaliser()
-    graph = EvidenceGraph.build([], [], normaliser.major)
+    graph = EvidenceIndex.build([], [], normaliser.major)
     auditor = RecipeAuditor(
         "Toy/Edge", Judge(graph, normaliser.classify), normaliser, DeclarationMatcher([])
     )
@@ -299,7 +299,7 @@ def test_keep_holds_the_last_recipes_auditor_and_changes_nothing(edge_root: Path
 
     root = load_recipes_root(edge_root)
     recipes = [load_recipe(root, "Toy/Toy-1"), load_recipe(root, "Toy/Edge")]
-    graph = EvidenceGraph.build([], [], PolicyNormaliser().major)
+    graph = EvidenceIndex.build([], [], PolicyNormaliser().major)
     options = EnumerationOptions(kv="all")
 
     def inputs() -> list[RecipeInput]:

@@ -24,18 +24,19 @@ from hypothesis import strategies as st
 from judge_reference import ReferenceJudge, reference_distinct, reference_nearest
 
 from provenance.audit import reverse, validator
+from provenance.audit.index import EvidenceIndex
 from provenance.audit.judge import CombinationKey, Judge, Outcome
-from provenance.audit.model import ReasonCode, ReverseEntry
-from provenance.audit.run import AuditFilters, ResolvedInputs, load_graph, recipe_inputs
-from provenance.evidence.record import EvidenceRecord
-from provenance.flags.model import FlagSet
-from provenance.graph import EvidenceGraph
+from provenance.audit.pipeline import AuditFilters, ResolvedInputs, load_graph, recipe_inputs
+from provenance.audit.verdicts import ReverseEntry
+from provenance.model.flags import FlagSet
+from provenance.model.reasons import ReasonCode
+from provenance.model.record import EvidenceRecord
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OUTCOME_FIELDS = ("verdict", "roles", "reasons", "nearest", "evidence", "scope", "role_flags")
 
 
-def mismatches(graph: EvidenceGraph, classify: Any, keys: Sequence[CombinationKey]) -> list[str]:
+def mismatches(graph: EvidenceIndex, classify: Any, keys: Sequence[CombinationKey]) -> list[str]:
     """Every field in which the judge and the reference disagree, one line each."""
     fast, slow = Judge(graph, classify), ReferenceJudge(graph, classify)
     found = []
@@ -164,11 +165,11 @@ class Captured:
     """What the validator handed to the judge and to the reverse direction."""
 
     keys: list[CombinationKey] = field(default_factory=list)
-    reverse: list[tuple[Any, EvidenceGraph, Any, list[ReverseEntry]]] = field(default_factory=list)
+    reverse: list[tuple[Any, EvidenceIndex, Any, list[ReverseEntry]]] = field(default_factory=list)
 
 
 @pytest.fixture(scope="module")
-def minimax() -> Iterator[tuple[EvidenceGraph, Any, Captured]]:
+def minimax() -> Iterator[tuple[EvidenceIndex, Any, Captured]]:
     normaliser = validator.PolicyNormaliser()
     graph, declarations = load_graph(REPO_ROOT / "ledger", REPO_ROOT / "evidence", normaliser)
     resolved = ResolvedInputs(
@@ -185,7 +186,7 @@ def minimax() -> Iterator[tuple[EvidenceGraph, Any, Captured]]:
         captured.keys.append(key)
         return judged(judge, key)
 
-    def reverse_entries(auditor: Any, graph: EvidenceGraph, per_node: Any) -> list[ReverseEntry]:
+    def reverse_entries(auditor: Any, graph: EvidenceIndex, per_node: Any) -> list[ReverseEntry]:
         found = reversed_(auditor, graph, per_node)
         captured.reverse.append((auditor, graph, per_node, found))
         return found
@@ -199,7 +200,7 @@ def minimax() -> Iterator[tuple[EvidenceGraph, Any, Captured]]:
 
 @pytest.mark.slow
 def test_judge_matches_reference_on_every_minimax_key(
-    minimax: tuple[EvidenceGraph, Any, Captured],
+    minimax: tuple[EvidenceIndex, Any, Captured],
 ) -> None:
     graph, classify, captured = minimax
     keys = list(dict.fromkeys(captured.keys))
@@ -220,7 +221,7 @@ def test_judge_matches_reference_on_every_minimax_key(
 
 @pytest.mark.slow
 def test_reverse_matches_reference_on_minimax(
-    minimax: tuple[EvidenceGraph, Any, Captured], monkeypatch: pytest.MonkeyPatch
+    minimax: tuple[EvidenceIndex, Any, Captured], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _, _, captured = minimax
     assert captured.reverse

@@ -17,17 +17,13 @@ from audit_builders import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from provenance.audit.model import (
-    AuditReport,
-    ReasonCode,
-    VerdictEntry,
-    VerdictKind,
-)
 from provenance.audit.validator import RecipeInput, audit, evidence_roles, joined_roles
-from provenance.evidence.record import EvidenceRecord, RoleTopology
-from provenance.flags.model import FlagSet
-from provenance.ledger.model import LedgerEntry
-from provenance.recipes.combination import RenderResult, Selection
+from provenance.audit.verdicts import AuditReport, VerdictEntry
+from provenance.model.combination import RenderResult, Selection
+from provenance.model.flags import FlagSet
+from provenance.model.ledger import LedgerEntry
+from provenance.model.reasons import ReasonCode, VerdictKind
+from provenance.model.record import EvidenceRecord, RoleTopology
 
 RECIPE = "MiniMaxAI/MiniMax-M3"
 INDEXER = "--kv-cache-dtype fp8 --attention_config.indexer_kv_dtype fp8 --tensor-parallel-size 8"
@@ -268,7 +264,7 @@ def test_topology_mismatch_across_deployment_kinds() -> None:
 
 
 def _multi_node_combo() -> tuple[Selection, RenderResult]:
-    from provenance.recipes.combination import RoleCommand
+    from provenance.model.combination import RoleCommand
 
     selection = Selection(variant="nvfp4", hardware="b300", strategy="multi_node_tp", node_count=2)
     result = RenderResult(

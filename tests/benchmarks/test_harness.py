@@ -18,11 +18,11 @@ from types import ModuleType
 
 import pytest
 
-from provenance.audit.run import AuditFilters, AuditInputs, run_audit
-from provenance.audit.scope import record_scope
-from provenance.evidence.record import EvidenceRecord
-from provenance.flags.model import FlagSet
-from provenance.ledger.store import EvidenceStore
+from provenance.audit.pipeline import AuditFilters, AuditInputs, run_audit
+from provenance.model.flags import FlagSet
+from provenance.model.record import EvidenceRecord
+from provenance.model.scope import record_scope
+from provenance.store.evidence import EvidenceStore
 
 REPO = Path(__file__).resolve().parents[2]
 BENCHMARKS = REPO / "benchmarks"

@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 import provenance.cli.main as cli_main
-from provenance.audit.model import AuditReport
-from provenance.audit.run import LoadedEvidence
+from provenance.audit.pipeline import LoadedEvidence
+from provenance.audit.verdicts import AuditReport
 from provenance.cli import lifetime
 from provenance.cli.main import cli
 

@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 
 from provenance.errors import InputError
-from provenance.flags.model import FlagSet
-from provenance.flags.normalise import (
+from provenance.model.flags import FlagSet
+from provenance.normalise.canonical import (
     normalise_argv,
     normalise_mapping,
     normalise_mapping_command,
     render_argv,
     render_env,
 )
-from provenance.flags.policy import default_policy
+from provenance.normalise.policy import default_policy
 from provenance.safe_yaml import load_yaml
 
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from provenance.flags.model import FlagClass
-from provenance.flags.policy import DEFAULT_RULES
+from provenance.model.flags import FlagClass
+from provenance.normalise.policy import DEFAULT_RULES
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "flags.md"
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from provenance.flags.model import FlagSet
+from provenance.model.flags import FlagSet
 
 plain = st.dictionaries(st.sampled_from("abcdef"), st.sampled_from(("1", "2", "x")), max_size=6)
 
@@ -45,7 +45,7 @@ def test_mapping_methods_follow_the_sorted_mapping(items: dict[str, str], key: s
 
 def test_a_pickled_flagset_is_rehashed_by_the_process_that_loads_it() -> None:
     """Its cached hash is not carried over: string hashing is salted per process."""
-    make = "from provenance.flags.model import FlagSet; f = FlagSet({'a': '1', 'b': 'x'})"
+    make = "from provenance.model.flags import FlagSet; f = FlagSet({'a': '1', 'b': 'x'})"
     dump = (
         f"import pickle, sys; {make}; hash(f); f.item_set(); "
         "sys.stdout.buffer.write(pickle.dumps(f))"

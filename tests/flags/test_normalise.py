@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from provenance.errors import InputError
-from provenance.flags.model import FlagSet
-from provenance.flags.normalise import (
+from provenance.model.flags import FlagSet
+from provenance.normalise.canonical import (
     ConfigMerge,
     NormalisedCommand,
     canonical_text,

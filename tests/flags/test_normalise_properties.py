@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from provenance.errors import InputError
-from provenance.flags.model import FlagSet
-from provenance.flags.normalise import (
+from provenance.model.flags import FlagSet
+from provenance.normalise.canonical import (
     BOOLEAN_FLAGS,
     ConfigMerge,
     normalise_argv,

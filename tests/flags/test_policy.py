@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from provenance.errors import EXIT_INPUT, InputError
-from provenance.flags.model import FlagClass, FlagSet
-from provenance.flags.normalise import normalise_mapping
-from provenance.flags.policy import (
+from provenance.model.flags import FlagClass, FlagSet
+from provenance.normalise.canonical import normalise_mapping
+from provenance.normalise.policy import (
     DEFAULT_RULES,
     UNKNOWN_BASIS,
     Policy,

@@ -16,14 +16,14 @@ from github_fake import (
 )
 
 from provenance.errors import EXIT_NETWORK, NetworkError, UsageError
-from provenance.github.client import (
+from provenance.model.ledger import PrRef
+from provenance.sources.github import (
     GitHubClient,
     GitHubSettings,
     GitHubUnavailable,
     check_api_url,
     connect,
 )
-from provenance.ledger.model import PrRef
 
 PR_2120 = PrRef(repo="SemiAnalysisAI/InferenceX", number=2120)
 
@@ -222,7 +222,7 @@ def test_a_malformed_answer_is_a_network_error(fake_github: FakeGitHub) -> None:
     ],
 )
 def test_connection_failures_are_named(text: str, expected: str) -> None:
-    from provenance.github.client import _describe_connection
+    from provenance.sources.github import _describe_connection
 
     assert expected in _describe_connection(
         requests.exceptions.ConnectionError(text), "https://api.github.com"

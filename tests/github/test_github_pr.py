@@ -7,8 +7,7 @@ from github_fake import SENTINEL_TOKEN, FakeGitHub, assert_no_sentinel, serve_re
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from provenance.audit.model import AuditReport
-from provenance.github.client import GitHubClient, GitHubSettings, GitHubUnavailable
+from provenance.audit.verdicts import AuditReport
 from provenance.github.pr import (
     COMMENT_LIMIT,
     COMMENT_MARKER,
@@ -23,7 +22,8 @@ from provenance.github.pr import (
     upsert_comment,
     with_marker,
 )
-from provenance.ledger.model import PrRef
+from provenance.model.ledger import PrRef
+from provenance.sources.github import GitHubClient, GitHubSettings, GitHubUnavailable
 
 IX = "SemiAnalysisAI/InferenceX"
 R2120 = PrRef(repo=IX, number=2120)

@@ -7,7 +7,7 @@ import string
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from provenance.github.redaction import REDACTED, redact
+from provenance.sources.redaction import REDACTED, redact
 
 SENTINEL = "ghp_SENTINEL0123456789abcdefSENTINEL0123"
 

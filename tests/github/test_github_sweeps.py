@@ -9,13 +9,6 @@ import pytest
 from github_fake import SENTINEL_TOKEN, FakeGitHub, Response, assert_no_sentinel, serve_pr_2120
 
 from provenance.errors import NetworkError, UsageError
-from provenance.github.client import (
-    GitHubClient,
-    GitHubSettings,
-    GitHubUnavailable,
-    JobInfo,
-    WorkflowRunInfo,
-)
 from provenance.github.sweeps import (
     RunVerdict,
     collect_pr_sweeps,
@@ -26,8 +19,15 @@ from provenance.github.sweeps import (
     resolve_pr,
     tally_jobs,
 )
-from provenance.ledger.ledger_dir import Ledger
-from provenance.ledger.model import LedgerEntry, PrRef, SweepRun
+from provenance.model.ledger import LedgerEntry, PrRef, SweepRun
+from provenance.sources.github import (
+    GitHubClient,
+    GitHubSettings,
+    GitHubUnavailable,
+    JobInfo,
+    WorkflowRunInfo,
+)
+from provenance.store.ledger import Ledger
 
 PR_2120 = PrRef(repo="SemiAnalysisAI/InferenceX", number=2120)
 PR_2310 = PrRef(repo="SemiAnalysisAI/InferenceX", number=2310)

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from github_fake import SENTINEL_TOKEN, FakeGitHub, Response, assert_no_sentinel, serve_pr_2120
 
 from provenance.cli.main import cli
-from provenance.ledger.ledger_dir import Ledger
-from provenance.ledger.model import LedgerEntry, PrRef
+from provenance.model.ledger import LedgerEntry, PrRef
+from provenance.store.ledger import Ledger
 
 PR_2120 = PrRef(repo="SemiAnalysisAI/InferenceX", number=2120)
 

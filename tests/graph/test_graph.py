@@ -21,8 +21,8 @@ from audit_builders import (
     single_record,
 )
 
-from provenance.audit.scope import Scope
-from provenance.graph import to_dot, to_node_link_json, write_graphml
+from provenance.audit.index import to_dot, to_node_link_json, write_graphml
+from provenance.model.scope import Scope
 
 
 def build() -> tuple[object, object, object]:
@@ -100,9 +100,9 @@ def test_dot_escapes_values() -> None:
 def test_build_reduces_each_distinct_flagset_once_with_the_same_result() -> None:
     """The build memoises ``major`` per distinct FlagSet; the index must be what calling
     it for every role gives, on the embedded evidence (1,487 records)."""
+    from provenance.audit.index import EvidenceIndex
     from provenance.audit.validator import PolicyNormaliser
-    from provenance.graph import EvidenceGraph
-    from provenance.ledger.store import EvidenceStore
+    from provenance.store.evidence import EvidenceStore
 
     root = Path(__file__).resolve().parents[2] / "evidence"
     records = EvidenceStore(root).load_all()
@@ -113,7 +113,7 @@ def test_build_reduces_each_distinct_flagset_once_with_the_same_result() -> None
         calls.append(flag_set)
         return normaliser.major(flag_set)  # type: ignore[arg-type]
 
-    graph = EvidenceGraph.build(records.values(), [], counted)  # type: ignore[arg-type]
+    graph = EvidenceIndex.build(records.values(), [], counted)  # type: ignore[arg-type]
     distinct = {flag_set for record in records.values() for flag_set in record.roles.values()}
     assert len(calls) == len(distinct) < sum(len(r.roles) for r in records.values())
     for record_id, record in records.items():

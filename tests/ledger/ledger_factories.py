@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from provenance.evidence.record import (
+from provenance.model.flags import FlagSet
+from provenance.model.ledger import EvalScore, LedgerEntry, LedgerFile, PrRef, SweepRun
+from provenance.model.record import (
     EvidenceRecord,
     EvidenceSource,
     RoleTopology,
@@ -12,8 +14,6 @@ from provenance.evidence.record import (
     Topology,
     WorkloadPoint,
 )
-from provenance.flags.model import FlagSet
-from provenance.ledger.model import EvalScore, LedgerEntry, LedgerFile, PrRef, SweepRun
 
 COMMIT = "7a428f8" + "0" * 33
 BLOB = "b" * 40

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from provenance.ledger.ledger_dir import Ledger
-from provenance.ledger.store import EvidenceStore
+from provenance.store.evidence import EvidenceStore
+from provenance.store.ledger import Ledger
 
 
 class Workspace(NamedTuple):

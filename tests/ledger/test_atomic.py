@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 from ledger_factories import make_entry, make_record
 
-from provenance.ledger.atomic import (
+from provenance.store.atomic import (
     atomic_write_bytes,
     ensure_directory,
     is_temp_name,
     remove_stale_temp_files,
 )
-from provenance.ledger.ledger_dir import Ledger
-from provenance.ledger.lock import writer_lock
-from provenance.ledger.store import EvidenceStore
+from provenance.store.evidence import EvidenceStore
+from provenance.store.ledger import Ledger
+from provenance.store.lock import writer_lock
 
 _OPS = ("open", "write", "fsync", "close", "replace", "mkdir")
 

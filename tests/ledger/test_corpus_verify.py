@@ -9,10 +9,10 @@ import pytest
 from ledger_factories import make_entry, make_record
 from ledger_workspace import Workspace
 
-from provenance.evidence.record import EvidenceRecord
-from provenance.flags.model import FlagSet
-from provenance.ledger.model import LedgerEntry, LedgerFile, PrRef
-from provenance.ledger.verify import Status, verify
+from provenance.model.flags import FlagSet
+from provenance.model.ledger import LedgerEntry, LedgerFile, PrRef
+from provenance.model.record import EvidenceRecord
+from provenance.store.verify import Status, verify
 
 pytestmark = pytest.mark.corpus
 

@@ -24,9 +24,9 @@ from ledger_workspace import Workspace
 
 from provenance.cli.main import cli
 from provenance.errors import EXIT_OK
-from provenance.ledger.lock import writer_lock
-from provenance.ledger.model import PrRef
-from provenance.ledger.verify import verify
+from provenance.model.ledger import PrRef
+from provenance.store.lock import writer_lock
+from provenance.store.verify import verify
 
 HERE = Path(__file__).resolve().parent
 ITERATIONS = int(os.environ.get("PROVENANCE_CRASH_ITERATIONS", "8"))
@@ -37,10 +37,10 @@ WRITER = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, {here!r})
     from ledger_factories import make_entry, make_record, make_sweep
-    from provenance.ledger.ledger_dir import Ledger
-    from provenance.ledger.lock import writer_lock
-    from provenance.ledger.model import PrRef
-    from provenance.ledger.store import EvidenceStore
+    from provenance.store.ledger import Ledger
+    from provenance.store.lock import writer_lock
+    from provenance.model.ledger import PrRef
+    from provenance.store.evidence import EvidenceStore
 
     ledger_root, evidence_root, log_path = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     start, count = int(sys.argv[4]), int(sys.argv[5])

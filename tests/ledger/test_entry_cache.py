@@ -19,12 +19,12 @@ from ledger_workspace import Workspace
 
 import provenance
 from provenance.errors import InputError
-from provenance.evidence.inferencex.cache import source_closure
-from provenance.ledger import entry_cache as entry_cache_module
-from provenance.ledger.entry_cache import LOADER_MODULES, ParsedEntries, loader_version
-from provenance.ledger.ledger_dir import Ledger
-from provenance.ledger.local_cache import NO_CACHE_ENV, module_source
-from provenance.ledger.model import EvalScore, LedgerEntry, PrRef
+from provenance.model.ledger import EvalScore, LedgerEntry, PrRef
+from provenance.store import entry_cache as entry_cache_module
+from provenance.store.entry_cache import LOADER_MODULES, ParsedEntries, loader_version
+from provenance.store.extraction_cache import source_closure
+from provenance.store.ledger import Ledger
+from provenance.store.local_cache import NO_CACHE_ENV, module_source
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 R1, R2 = ("sha256:" + c * 64 for c in "12")
@@ -48,7 +48,7 @@ def _filled(workspace: Workspace) -> list[LedgerEntry]:
 
 def test_loader_modules_are_the_static_closure_of_the_ledger_dir() -> None:
     root = Path(provenance.__file__).parent
-    closure = source_closure(root, "provenance", "provenance.ledger.ledger_dir")
+    closure = source_closure(root, "provenance", "provenance.store.ledger")
     assert set(LOADER_MODULES) == set(closure)
     assert {name: module_source(name) for name in LOADER_MODULES} == closure
 
@@ -301,7 +301,7 @@ def test_the_version_changes_with_the_loading_code(monkeypatch: pytest.MonkeyPat
 def test_the_audit_loads_the_ledger_through_the_cache(
     workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from provenance.audit.run import load_graph
+    from provenance.audit.pipeline import load_graph
     from provenance.audit.validator import PolicyNormaliser
 
     _filled(workspace)

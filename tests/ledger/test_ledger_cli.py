@@ -13,10 +13,10 @@ from ledger_workspace import Workspace
 
 from provenance.cli.main import cli
 from provenance.errors import EXIT_INPUT, EXIT_INTEGRITY, EXIT_OK, EXIT_USAGE
-from provenance.ledger.lock import writer_lock
-from provenance.ledger.model import Declaration, Declarations, SelectionPattern
+from provenance.model.ledger import Declaration, Declarations, SelectionPattern
 from provenance.safe_yaml import load_yaml
 from provenance.schemas import KINDS, generate
+from provenance.store.lock import writer_lock
 
 HEAD = "0123456789abcdef0123456789abcdef01234567"
 

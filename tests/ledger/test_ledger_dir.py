@@ -13,8 +13,7 @@ from ledger_factories import PR, make_entry, make_sweep
 from ledger_workspace import Workspace
 
 from provenance.errors import EXIT_INPUT, InputError
-from provenance.ledger.ledger_dir import Ledger, merge_entries, render_entry
-from provenance.ledger.model import (
+from provenance.model.ledger import (
     Declaration,
     Declarations,
     LedgerEntry,
@@ -22,6 +21,7 @@ from provenance.ledger.model import (
     PrRef,
     SelectionPattern,
 )
+from provenance.store.ledger import Ledger, merge_entries, render_entry
 
 R1, R2, R3 = ("sha256:" + c * 64 for c in "123")
 

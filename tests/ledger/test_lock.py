@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from provenance.errors import EXIT_INTEGRITY, LockedError
-from provenance.ledger.lock import LOCK_NAME, writer_lock
+from provenance.store.lock import LOCK_NAME, writer_lock
 
 
 def test_lock_is_exclusive_and_names_the_holder(tmp_path: Path) -> None:
@@ -52,7 +52,7 @@ def test_lock_of_a_killed_holder_is_released(tmp_path: Path) -> None:
         f"""
         import sys, time
         from pathlib import Path
-        from provenance.ledger.lock import writer_lock
+        from provenance.store.lock import writer_lock
         with writer_lock(Path({str(tmp_path)!r})):
             print("held", flush=True)
             time.sleep(60)

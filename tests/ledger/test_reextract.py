@@ -10,8 +10,8 @@ from typing import Any
 from ledger_factories import COMMIT, make_record
 
 from provenance.errors import InputError
-from provenance.evidence.record import EvidenceRecord
-from provenance.ledger.verify import inferencex_reextractor
+from provenance.model.record import EvidenceRecord
+from provenance.store.verify import inferencex_reextractor
 
 REPO = Path("/nonexistent/inferencex")
 

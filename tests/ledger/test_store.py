@@ -13,8 +13,8 @@ from ledger_factories import make_record
 from ledger_workspace import Workspace
 
 from provenance.errors import IntegrityError
-from provenance.evidence.record import canonical_json
-from provenance.ledger.store import (
+from provenance.model.record import canonical_json
+from provenance.store.evidence import (
     MAX_RECORD_BYTES,
     EvidenceStore,
     RecordNotFoundError,

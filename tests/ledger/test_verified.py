@@ -16,12 +16,12 @@ from ledger_workspace import Workspace
 
 import provenance
 from provenance.errors import IntegrityError
-from provenance.evidence.inferencex.cache import source_closure
-from provenance.evidence.record import EvidenceRecord
-from provenance.ledger import verified as verified_module
-from provenance.ledger.local_cache import NO_CACHE_ENV, module_source
-from provenance.ledger.store import EvidenceStore
-from provenance.ledger.verified import CHECKER_MODULES, VerifiedRecords, checker_version
+from provenance.model.record import EvidenceRecord
+from provenance.store import verified as verified_module
+from provenance.store.evidence import EvidenceStore
+from provenance.store.extraction_cache import source_closure
+from provenance.store.local_cache import NO_CACHE_ENV, module_source
+from provenance.store.verified import CHECKER_MODULES, VerifiedRecords, checker_version
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,7 +36,7 @@ def _cache_file(cache: Path) -> Path:
 
 def test_checker_modules_are_the_static_closure_of_the_store() -> None:
     root = Path(provenance.__file__).parent
-    closure = source_closure(root, "provenance", "provenance.ledger.store")
+    closure = source_closure(root, "provenance", "provenance.store.evidence")
     assert set(CHECKER_MODULES) == set(closure)
     assert {name: module_source(name) for name in CHECKER_MODULES} == closure
 

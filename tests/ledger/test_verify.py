@@ -14,10 +14,10 @@ from ledger_workspace import Workspace
 
 from provenance.cli.main import cli
 from provenance.errors import EXIT_INPUT, EXIT_INTEGRITY, EXIT_OK, EXIT_USAGE
-from provenance.evidence.record import EvidenceRecord
-from provenance.ledger.model import LedgerFile, PrRef
-from provenance.ledger.verify import Status, VerifyReport, verify
+from provenance.model.ledger import LedgerFile, PrRef
+from provenance.model.record import EvidenceRecord
 from provenance.schemas import generate
+from provenance.store.verify import Status, VerifyReport, verify
 
 LAUNCHER = "benchmarks/single_node/minimaxm3_fp4_b200.sh"
 

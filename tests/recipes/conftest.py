@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from recipes_support import CORPUS_ROOT, FIXTURE_ROOT
 
-from provenance.recipes.loader import RecipesRoot, load_recipes_root
+from provenance.recipes.load.loader import RecipesRoot, load_recipes_root
 
 
 @pytest.fixture(scope="session")

@@ -11,10 +11,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from provenance.recipes.enumerate import EnumerationOptions, enumerate_selections
-from provenance.recipes.loader import Recipe, RecipesRoot
-from provenance.recipes.records import RecordDigester, group_digest, group_key, selection_record
-from provenance.recipes.synthesis import Renderer
+from provenance.recipes.enumerate.selections import EnumerationOptions, enumerate_selections
+from provenance.recipes.load.loader import Recipe, RecipesRoot
+from provenance.recipes.render.records import (
+    RecordDigester,
+    group_digest,
+    group_key,
+    selection_record,
+)
+from provenance.recipes.render.synthesis import Renderer
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO.parent / "shared" / "corpus"

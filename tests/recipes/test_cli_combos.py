@@ -12,8 +12,8 @@ from recipes_support import FIXTURE_ROOT
 from provenance.cli.main import cli
 from provenance.errors import EXIT_USAGE
 from provenance.recipes.combos import default_recipes_root
-from provenance.recipes.enumerate import EnumerationOptions, enumerate_selections
-from provenance.recipes.loader import RecipesRoot, load_recipe
+from provenance.recipes.enumerate.selections import EnumerationOptions, enumerate_selections
+from provenance.recipes.load.loader import RecipesRoot, load_recipe
 
 ARGS = ["combos", "Toy/Toy-1", "--recipes-root", str(FIXTURE_ROOT)]
 

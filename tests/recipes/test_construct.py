@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from provenance.recipes.combination import (
+from provenance.model.combination import (
     PdPool,
     PdSelection,
     RenderResult,

@@ -7,13 +7,13 @@ from collections import Counter
 import pytest
 
 from provenance.errors import UsageError
-from provenance.recipes.enumerate import (
+from provenance.recipes.enumerate.selections import (
     EnumerationOptions,
     PdNodesSpec,
     enumerate_selections,
     enumerate_with_ui,
 )
-from provenance.recipes.loader import RecipesRoot, load_recipe
+from provenance.recipes.load.loader import RecipesRoot, load_recipe
 
 
 def _selections(root: RecipesRoot, **options: object) -> list:  # type: ignore[type-arg]

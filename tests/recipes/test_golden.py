@@ -19,11 +19,11 @@ from recipes_support import (
     golden,
 )
 
-from provenance.recipes.combination import PdPool, PdSelection, Selection
-from provenance.recipes.enumerate import EnumerationOptions
-from provenance.recipes.loader import Recipe, RecipesRoot, load_recipe, load_recipes_root
-from provenance.recipes.records import combination_record, oracle_projection
-from provenance.recipes.synthesis import render
+from provenance.model.combination import PdPool, PdSelection, Selection
+from provenance.recipes.enumerate.selections import EnumerationOptions
+from provenance.recipes.load.loader import Recipe, RecipesRoot, load_recipe, load_recipes_root
+from provenance.recipes.render.records import combination_record, oracle_projection
+from provenance.recipes.render.synthesis import render
 
 
 def _options_from_oracle_args(args: list[str]) -> EnumerationOptions:

@@ -15,8 +15,8 @@ from recipes_support import CORPUS_ROOT, FIXTURE_ROOT
 
 from provenance.cli.main import cli
 from provenance.errors import EXIT_INPUT, InputError
-from provenance.recipes.loader import RecipesRoot, load_recipe, load_recipes_root
-from provenance.recipes.schema import Feature, ModelSection, RecipeFile, Variant
+from provenance.recipes.load.loader import RecipesRoot, load_recipe, load_recipes_root
+from provenance.recipes.load.schema import Feature, ModelSection, RecipeFile, Variant
 
 TOY = FIXTURE_ROOT / "models" / "Toy" / "Toy-1.yaml"
 

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from provenance.recipes.combination import PdPool, PdSelection, Selection
-from provenance.recipes.enumerate import EnumerationOptions, enumerate_selections
-from provenance.recipes.loader import RecipesRoot, load_recipe
-from provenance.recipes.records import RecordDigester, combination_record, record_digest
-from provenance.recipes.synthesis import (
+from provenance.model.combination import PdPool, PdSelection, Selection
+from provenance.recipes.enumerate.selections import EnumerationOptions, enumerate_selections
+from provenance.recipes.load.loader import RecipesRoot, load_recipe
+from provenance.recipes.render.records import RecordDigester, combination_record, record_digest
+from provenance.recipes.render.synthesis import (
     Renderer,
     dedupe_args,
     join_units,

@@ -14,7 +14,7 @@ from recipes_support import FIXTURE_ROOT
 
 from provenance.cli.main import cli
 from provenance.errors import EXIT_INPUT, InputError
-from provenance.recipes.yaml12 import check_yaml12_agreement, yaml12_reading
+from provenance.recipes.load.yaml12 import check_yaml12_agreement, yaml12_reading
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from provenance.audit.model import (
+from provenance.audit.verdicts import (
     AuditReport,
     AuditSummary,
     Claim,
@@ -16,14 +16,13 @@ from provenance.audit.model import (
     FlagProvenance,
     NearestEvidence,
     Reason,
-    ReasonCode,
     ReverseEntry,
     RoleFlags,
     VerdictEntry,
-    VerdictKind,
 )
-from provenance.ledger.model import SweepRun
-from provenance.recipes.combination import PdPool, PdSelection, Selection
+from provenance.model.combination import PdPool, PdSelection, Selection
+from provenance.model.ledger import SweepRun
+from provenance.model.reasons import ReasonCode, VerdictKind
 
 RECIPE = "MiniMaxAI/MiniMax-M3"
 IX = "SemiAnalysisAI/InferenceX"

@@ -24,9 +24,9 @@ from audit_builders import (
     single_record,
 )
 
-from provenance.audit.model import RECORD_INDEX, AuditReport
 from provenance.audit.validator import RecipeInput, audit
-from provenance.ledger.model import Declaration, Declarations, SelectionPattern
+from provenance.audit.verdicts import RECORD_INDEX, AuditReport
+from provenance.model.ledger import Declaration, Declarations, SelectionPattern
 from provenance.report import json_report, markdown, sarif, text
 from provenance.report.formats import write_report
 
@@ -266,7 +266,7 @@ def test_unknown_format_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def test_flag_locator_prefers_the_layer_emitted_last(tmp_path: Path) -> None:
-    from provenance.recipes.combination import Selection
+    from provenance.model.combination import Selection
     from provenance.safe_yaml import load_yaml_text
 
     locator = sarif.FlagLocator(load_yaml_text(RECIPE_YAML, "recipe.yaml"))

@@ -15,9 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from provenance.audit.model import AuditReport, SelectionSet, VerdictEntry, VerdictKind
-from provenance.ledger.model import SweepRun
-from provenance.recipes.combination import PdPool, PdSelection, Selection
+from provenance.audit.verdicts import AuditReport, SelectionSet, VerdictEntry
+from provenance.model.combination import PdPool, PdSelection, Selection
+from provenance.model.ledger import SweepRun
+from provenance.model.reasons import VerdictKind
 from provenance.report.html import (
     ChangeKind,
     HtmlDiff,
@@ -322,7 +323,7 @@ def test_diff_from_review() -> None:
 
 
 def _one_entry_report(verdict: VerdictKind) -> AuditReport:
-    from provenance.audit.model import AuditSummary, RoleFlags
+    from provenance.audit.verdicts import AuditSummary, RoleFlags
 
     entry = VerdictEntry(
         recipe="o/m",
@@ -347,9 +348,9 @@ def test_full_cross_product_page_stays_small(full_report: AuditReport) -> None:
 def test_write_links_sweep_runs_from_the_report_ledger(
     tmp_path: Path, make_report: Callable[..., AuditReport]
 ) -> None:
-    from provenance.ledger.ledger_dir import Ledger
-    from provenance.ledger.model import LedgerEntry, PrRef
+    from provenance.model.ledger import LedgerEntry, PrRef
     from provenance.report.html import write
+    from provenance.store.ledger import Ledger
 
     run = SweepRun(run_id=30018717056, head_sha="40b363d", conclusion="success", source="t")
     Ledger(tmp_path).write_entry(

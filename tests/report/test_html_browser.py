@@ -29,7 +29,8 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 
-from provenance.audit.model import AuditReport, VerdictEntry, VerdictKind
+from provenance.audit.verdicts import AuditReport, VerdictEntry
+from provenance.model.reasons import VerdictKind
 from provenance.report.html import ChangeKind, HtmlDiff, render_html
 
 pytestmark = pytest.mark.browser
@@ -524,7 +525,7 @@ def test_real_minimax_m3_report(
     strategy and feature set. ``PROVENANCE_TEST_LEDGER`` / ``PROVENANCE_TEST_EVIDENCE``
     point it at another ledger and evidence store.
     """
-    from provenance.audit.run import AuditFilters, AuditInputs, run_audit
+    from provenance.audit.pipeline import AuditFilters, AuditInputs, run_audit
 
     project = Path(__file__).resolve().parents[2]
     ledger = Path(os.environ.get("PROVENANCE_TEST_LEDGER", project / "ledger"))

@@ -16,7 +16,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from provenance.audit.model import (
+from provenance.audit.index import EvidenceIndex
+from provenance.audit.pipeline import (
+    AuditFilters,
+    AuditInputs,
+    ResolvedInputs,
+    default_inputs,
+    load_graph,
+    recipe_inputs,
+)
+from provenance.audit.validator import PolicyNormaliser, audit
+from provenance.audit.verdicts import (
     RECORD_INDEX,
     AuditReport,
     AuditSummary,
@@ -27,26 +37,15 @@ from provenance.audit.model import (
     NearestEvidence,
     PdPools,
     Reason,
-    ReasonCode,
     RecordSummary,
     ReverseEntry,
     RoleFlags,
     SelectionSet,
     VerdictEntry,
-    VerdictKind,
 )
-from provenance.audit.run import (
-    AuditFilters,
-    AuditInputs,
-    ResolvedInputs,
-    default_inputs,
-    load_graph,
-    recipe_inputs,
-)
-from provenance.audit.validator import PolicyNormaliser, audit
-from provenance.graph import EvidenceGraph
-from provenance.ledger.model import Declarations
-from provenance.recipes.combination import PdPool
+from provenance.model.combination import PdPool
+from provenance.model.ledger import Declarations
+from provenance.model.reasons import ReasonCode, VerdictKind
 from provenance.report import json_report
 
 
@@ -258,7 +257,7 @@ def test_stream_with_no_verdicts_and_many_entries() -> None:
 
 
 @pytest.fixture(scope="module")
-def embedded() -> tuple[ResolvedInputs, tuple[EvidenceGraph, PolicyNormaliser, Declarations]]:
+def embedded() -> tuple[ResolvedInputs, tuple[EvidenceIndex, PolicyNormaliser, Declarations]]:
     """The embedded recipe, ledger and evidence (the defaults of ``provenance audit``)."""
     resolved = default_inputs(AuditInputs(recipes=("MiniMaxAI/MiniMax-M3",)))
     normaliser = PolicyNormaliser()
@@ -274,7 +273,7 @@ def embedded() -> tuple[ResolvedInputs, tuple[EvidenceGraph, PolicyNormaliser, D
     ],
 )
 def test_embedded_minimax_audit_byte_for_byte(
-    embedded: tuple[ResolvedInputs, tuple[EvidenceGraph, PolicyNormaliser, Declarations]],
+    embedded: tuple[ResolvedInputs, tuple[EvidenceIndex, PolicyNormaliser, Declarations]],
     filters: AuditFilters,
 ) -> None:
     resolved, (graph, normaliser, declarations) = embedded

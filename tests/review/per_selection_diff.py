@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from provenance.audit.model import AuditReport, EvidenceRef, VerdictEntry, VerdictKind
-from provenance.recipes.combination import Selection
+from provenance.audit.verdicts import AuditReport, EvidenceRef, VerdictEntry
+from provenance.model.combination import Selection
+from provenance.model.reasons import VerdictKind
 from provenance.review.diff import (
     CombinationChange,
     DiffReport,

@@ -1,19 +1,18 @@
 from __future__ import annotations
 
-from provenance.audit.model import (
+from provenance.audit.verdicts import (
     AuditReport,
     AuditSummary,
     EvidenceRef,
     FlagProvenance,
     NearestEvidence,
     Reason,
-    ReasonCode,
     RoleFlags,
     VerdictEntry,
-    VerdictKind,
 )
-from provenance.ledger.model import EvalScore, LedgerEntry, PrRef, SweepRun
-from provenance.recipes.combination import PdPool, PdSelection, Selection
+from provenance.model.combination import PdPool, PdSelection, Selection
+from provenance.model.ledger import EvalScore, LedgerEntry, PrRef, SweepRun
+from provenance.model.reasons import ReasonCode, VerdictKind
 from provenance.review.citations import build_citations, render_citations
 
 IX = "SemiAnalysisAI/InferenceX"

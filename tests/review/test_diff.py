@@ -1,17 +1,16 @@
 from __future__ import annotations
 
-from provenance.audit.model import (
+from provenance.audit.verdicts import (
     AuditReport,
     AuditSummary,
     EvidenceRef,
     FlagProvenance,
     Reason,
-    ReasonCode,
     RoleFlags,
     VerdictEntry,
-    VerdictKind,
 )
-from provenance.recipes.combination import Selection
+from provenance.model.combination import Selection
+from provenance.model.reasons import ReasonCode, VerdictKind
 from provenance.review.diff import CombinationChange, DiffReport, diff_reports
 
 
@@ -149,8 +148,8 @@ def _pd_entry(
     hardware: str, verdict: VerdictKind, flags: dict[str, tuple[str, bool]]
 ) -> VerdictEntry:
     """One verdict entry of 3 feature choices × 2 prefill pools × 1 decode pool (6 combinations)."""
-    from provenance.audit.model import FeatureChoice, PdPools, SelectionSet
-    from provenance.recipes.combination import PdPool
+    from provenance.audit.verdicts import FeatureChoice, PdPools, SelectionSet
+    from provenance.model.combination import PdPool
 
     base = entry(sel("nvfp4", hardware), verdict, flags)
     pools = PdPools(
@@ -170,7 +169,7 @@ def _pd_entry(
 
 
 def test_renderers_count_combinations_of_selection_sets() -> None:
-    from provenance.review.diff_render import blocking_groups, change_rows, lens_rows
+    from provenance.report.diff import blocking_groups, change_rows, lens_rows
 
     base = report(_pd_entry("h200", GUIDE, TP8))
     head = report(_pd_entry("h200", GUIDE, TP8 | INDEXER_UNBACKED))
@@ -192,7 +191,7 @@ def test_renderers_count_combinations_of_selection_sets() -> None:
 def test_markdown_and_text_stay_bounded_for_many_changed_shapes() -> None:
     import io
 
-    from provenance.review.diff_render import (
+    from provenance.report.diff import (
         MAX_CHANGE_ROWS,
         MAX_GROUPS,
         write_markdown,

@@ -12,7 +12,7 @@ import yaml
 from per_selection_diff import assert_same_as_per_selection
 from recipes_repo import EMBEDDED, MODEL, commit_all, init_recipes_repo
 
-from provenance.audit.model import (
+from provenance.audit.verdicts import (
     AuditReport,
     AuditSummary,
     EvidenceRef,
@@ -20,13 +20,12 @@ from provenance.audit.model import (
     FlagProvenance,
     PdPools,
     Reason,
-    ReasonCode,
     RoleFlags,
     SelectionSet,
     VerdictEntry,
-    VerdictKind,
 )
-from provenance.recipes.combination import PdPool
+from provenance.model.combination import PdPool
+from provenance.model.reasons import ReasonCode, VerdictKind
 from provenance.review import pr_audit
 from provenance.review.diff import diff_reports
 from provenance.review.pr_audit import PrAuditRequest, run_pr_audit

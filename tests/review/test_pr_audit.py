@@ -11,10 +11,10 @@ from recipes_repo import EMBEDDED, MODEL, REPO_ROOT
 from recipes_repo import commit_all as _commit
 from recipes_repo import init_recipes_repo as _init
 
-from provenance.audit.model import AuditReport
-from provenance.audit.run import AuditFilters
+from provenance.audit.pipeline import AuditFilters
+from provenance.audit.verdicts import AuditReport
 from provenance.errors import InputError
-from provenance.recipes.combination import Selection
+from provenance.model.combination import Selection
 from provenance.review.pr_audit import PrAuditRequest, run_pr_audit
 
 HISTORY = REPO_ROOT.parent / "shared" / "corpus" / "recipes-history" / "MiniMax-M3"
@@ -270,7 +270,7 @@ def test_cli_pr_audit_keeps_its_structures_until_exit_and_writes_the_same(
     evidence, each side's last auditor and the result over, and its output is unchanged."""
     from click.testing import CliRunner
 
-    from provenance.audit.run import EvidenceCache
+    from provenance.audit.pipeline import EvidenceCache
     from provenance.cli import lifetime
     from provenance.cli.main import cli
     from provenance.review.pr_audit import PrAuditResult

@@ -15,7 +15,7 @@ from per_selection_diff import assert_same_as_per_selection
 from recipes_repo import EMBEDDED, MODEL, commit_all, init_recipes_repo
 from test_diff_equivalence import _keep, _repo, _without_mxfp8_args
 
-from provenance.audit.run import AuditFilters
+from provenance.audit.pipeline import AuditFilters
 from provenance.review import pr_audit
 from provenance.review.pr_audit import PrAuditRequest, run_pr_audit, variant_change
 

@@ -40,13 +40,13 @@ from sec_fixtures import (
 
 from provenance.cli.main import cli
 from provenance.errors import EXIT_INTEGRITY, EXIT_OK
-from provenance.evidence.inferencex import write as write_module
 from provenance.evidence.inferencex.ingest import extract
-from provenance.ledger.ledger_dir import Ledger
-from provenance.ledger.lock import writer_lock
-from provenance.ledger.model import PrRef
-from provenance.ledger.store import EvidenceStore
-from provenance.ledger.verify import verify
+from provenance.ingest import inferencex as write_module
+from provenance.model.ledger import PrRef
+from provenance.store.evidence import EvidenceStore
+from provenance.store.ledger import Ledger
+from provenance.store.lock import writer_lock
+from provenance.store.verify import verify
 
 ITERATIONS = int(os.environ.get("PROVENANCE_CRASH_ITERATIONS", "6"))
 KEYS_PER_COMMIT = 8

@@ -36,8 +36,8 @@ from sec_fixtures import (
 
 from provenance.cli.main import cli
 from provenance.errors import EXIT_INPUT, EXIT_OK, UnsafeInputError
-from provenance.gitread import open_repo, read_blob, resolve_commit
-from provenance.ledger.store import EvidenceStore
+from provenance.sources.git import open_repo, read_blob, resolve_commit
+from provenance.store.evidence import EvidenceStore
 
 
 @pytest.fixture

@@ -43,8 +43,8 @@ from provenance.evidence.bash import Limits, evaluate_launcher
 from provenance.evidence.bash.evaluator import DEFAULT_LIMITS
 from provenance.evidence.inferencex.master import parse_entry
 from provenance.evidence.inferencex.srt_slurm import load_recipe_bytes
-from provenance.flags.normalise import normalise_argv, normalise_mapping
-from provenance.recipes.loader import load_recipe, load_recipes_root
+from provenance.normalise.canonical import normalise_argv, normalise_mapping
+from provenance.recipes.load.loader import load_recipe, load_recipes_root
 from provenance.safe_yaml import load_yaml_bytes
 
 EXAMPLES = int(os.environ.get("PROVENANCE_FUZZ_EXAMPLES", "200"))
@@ -454,7 +454,7 @@ def _own_bash_seeds() -> list[bytes]:
 def _mirror_scripts() -> list[bytes]:
     if not MIRROR.is_dir():
         return []
-    from provenance.gitread import open_repo, read_blob, resolve_commit
+    from provenance.sources.git import open_repo, read_blob, resolve_commit
 
     commit = resolve_commit(open_repo(MIRROR), "HEAD")
     paths = sorted(

@@ -38,12 +38,12 @@ from sec_fixtures import (
     reduced_recipes_root,
 )
 
-from provenance.audit.model import AuditReport
+from provenance.audit.verdicts import AuditReport
 from provenance.cli.main import cli
 from provenance.errors import InputError
+from provenance.report.diff import write_markdown as write_diff_markdown
+from provenance.report.diff import write_text as write_diff_text
 from provenance.review.diff import diff_reports
-from provenance.review.diff_render import write_markdown as write_diff_markdown
-from provenance.review.diff_render import write_text as write_diff_text
 
 #: the hostile payload of the evidence (flag value; the PR title gets it minus the newline)
 HOSTILE = (

@@ -34,9 +34,9 @@ from provenance import safe_yaml
 from provenance.cli.main import cli
 from provenance.errors import EXIT_INPUT, EXIT_INTEGRITY, InputError, UnsafeInputError
 from provenance.evidence.inferencex.srt_slurm import load_recipe_bytes
-from provenance.ledger.ledger_dir import Ledger
-from provenance.recipes.loader import load_recipe, load_recipes_root
+from provenance.recipes.load.loader import load_recipe, load_recipes_root
 from provenance.safe_yaml import MAX_YAML_BYTES, load_yaml, load_yaml_bytes
+from provenance.store.ledger import Ledger
 
 CASES = {case.name: case for case in HOSTILE_YAML}
 MODEL_FILE = "models/MiniMaxAI/MiniMax-M3.yaml"

@@ -1,6 +1,6 @@
 """Match reviewed declarations (``ledger/declarations.yaml``) against guide-only combinations.
 
-A :class:`~provenance.ledger.model.SelectionPattern` matches a selection when
+A :class:`~provenance.model.ledger.SelectionPattern` matches a selection when
 every field it gives matches (``fnmatch`` globs, case-sensitive):
 
 * ``recipe``, ``variant``, ``hardware``, ``strategy``: the glob matches the value;
@@ -20,8 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import translate
 
-from provenance.ledger.model import Declaration, Declarations, SelectionPattern
-from provenance.recipes.combination import Selection
+from provenance.model.combination import Selection
+from provenance.model.ledger import Declaration, Declarations, SelectionPattern
 
 
 def _compile(pattern: str) -> re.Pattern[str]:

@@ -21,23 +21,18 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from provenance.audit.declarations import DeclarationMatcher
+from provenance.audit.index import EvidenceIndex
 from provenance.audit.judge import Judge
-from provenance.audit.model import (
-    EvidenceRef,
-    NearestEvidence,
-    Reason,
-    RoleFlags,
-    VerdictKind,
-)
-from provenance.audit.scope import (
+from provenance.audit.validator import RecipeAuditor, RoleNormaliser
+from provenance.audit.verdicts import EvidenceRef, NearestEvidence, Reason, RoleFlags
+from provenance.model.combination import RenderResult, RoleCommand, Selection
+from provenance.model.ledger import Declarations
+from provenance.model.reasons import VerdictKind
+from provenance.model.scope import (
     recipe_role_shape,
     record_role_shape,
     shape_matches,
 )
-from provenance.audit.validator import RecipeAuditor, RoleNormaliser
-from provenance.graph import EvidenceGraph
-from provenance.ledger.model import Declarations
-from provenance.recipes.combination import RenderResult, RoleCommand, Selection
 
 EXPLAIN_SCHEMA = "provenance.explain/v1"
 
@@ -97,7 +92,7 @@ def explain(
     recipe: str,
     selection: Selection,
     result: RenderResult,
-    graph: EvidenceGraph,
+    graph: EvidenceIndex,
     normaliser: RoleNormaliser,
     declarations: Declarations | None = None,
 ) -> Explanation:

@@ -2,7 +2,7 @@
 
 A recipe's cross-product is a product of independent choices (builder spec
 §2): a deployment *shape* (variant, hardware, strategy, node count, KV
-offload — a :class:`~provenance.recipes.enumerate.ShapeCell`) × a feature
+offload — a :class:`~provenance.recipes.enumerate.selections.ShapeCell`) × a feature
 choice × (under ``pd_cluster``) a prefill pool × a decode pool. MiniMax-M3 has
 71,208 selections but 184 shapes, at most 72 feature choices per shape and 9
 pools per PD role. The verdict of a selection depends only on the major flags
@@ -28,7 +28,7 @@ once per distinct input and keys whole blocks of selections at a time:
 
 Everything else — judging, declarations, grouping, reverse direction, claims —
 is :class:`~provenance.audit.validator.RecipeAuditor`'s, fed with
-:class:`~provenance.audit.model.SelectionSet` blocks instead of single
+:class:`~provenance.audit.verdicts.SelectionSet` blocks instead of single
 selections. ``tests/audit/test_factored.py`` proves the report equal to the
 selection-by-selection audit on real recipes.
 """
@@ -42,7 +42,6 @@ from typing import NamedTuple
 
 from provenance.audit.judge import CombinationKey, Outcome
 from provenance.audit.judge import RoleKey as JudgeRoleKey
-from provenance.audit.model import FeatureChoice, PdPools, SelectionSet, feature_choice
 from provenance.audit.validator import (
     RawRoles,
     RecipeAuditor,
@@ -50,24 +49,25 @@ from provenance.audit.validator import (
     evidence_roles,
     joined_roles,
 )
-from provenance.flags.model import FlagSet
-from provenance.recipes.combination import (
+from provenance.audit.verdicts import FeatureChoice, PdPools, SelectionSet, feature_choice
+from provenance.model.combination import (
     PdPool,
     PdSelection,
     Role,
     Selection,
     construct,
 )
-from provenance.recipes.enumerate import (
+from provenance.model.flags import FlagSet
+from provenance.recipes.enumerate.rules import recipe_is_omni
+from provenance.recipes.enumerate.selections import (
     EnumerationOptions,
     FeaturePick,
     ShapeCell,
     enumerate_cells,
     enumerate_selections,
 )
-from provenance.recipes.loader import Recipe, RecipesRoot
-from provenance.recipes.rules import recipe_is_omni
-from provenance.recipes.synthesis import (
+from provenance.recipes.load.loader import Recipe, RecipesRoot
+from provenance.recipes.render.synthesis import (
     RenderedPart,
     Renderer,
     RoleKey,

@@ -46,16 +46,18 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from provenance.audit.model import (
+from provenance.audit.index import EvidenceIndex, IndexedRecord
+from provenance.audit.verdicts import (
     EvidenceRef,
     FlagProvenance,
     NearestEvidence,
     Reason,
-    ReasonCode,
     RoleFlags,
-    VerdictKind,
 )
-from provenance.audit.scope import (
+from provenance.model.combination import construct
+from provenance.model.flags import FlagSet
+from provenance.model.reasons import ReasonCode, VerdictKind
+from provenance.model.scope import (
     ROLE_ORDER,
     DeploymentKind,
     RoleShape,
@@ -65,9 +67,6 @@ from provenance.audit.scope import (
     record_role_shape,
     shape_matches,
 )
-from provenance.flags.model import FlagSet
-from provenance.graph import EvidenceGraph, IndexedRecord
-from provenance.recipes.combination import construct
 
 #: The policy class of a flag key (``Policy.classify``), as text.
 ClassifyFn = Callable[[str], str]
@@ -277,7 +276,7 @@ class CombinationKey:
 class Judge:
     """Memoised judgements against one evidence graph."""
 
-    def __init__(self, graph: EvidenceGraph, classify: ClassifyFn) -> None:
+    def __init__(self, graph: EvidenceIndex, classify: ClassifyFn) -> None:
         self.graph = graph
         self.classify = classify
         self._candidates: dict[tuple[str, str, DeploymentKind], list[IndexedRecord]] = {}

@@ -31,19 +31,19 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from provenance.audit.index import EvidenceIndex, IndexedRecord
 from provenance.audit.judge import CombinationKey, RoleKey
-from provenance.audit.model import ReverseEntry, ReverseStatus
-from provenance.audit.scope import (
+from provenance.audit.verdicts import ReverseEntry, ReverseStatus
+from provenance.model.combination import Selection, construct
+from provenance.model.flags import FlagSet
+from provenance.model.record import RoleTopology, Topology
+from provenance.model.scope import (
     ROLE_ORDER,
     recipe_role_shape,
     record_role_shape,
     same_checkpoint,
     shape_matches,
 )
-from provenance.evidence.record import RoleTopology, Topology
-from provenance.flags.model import FlagSet
-from provenance.graph import EvidenceGraph, IndexedRecord
-from provenance.recipes.combination import Selection, construct
 
 if TYPE_CHECKING:
     from provenance.audit.validator import RecipeAuditor, _Seen
@@ -196,7 +196,7 @@ def nearest_combination(roles: FlatRoles, compared: Sequence[Compared]) -> tuple
 
 
 def reverse_entries(
-    auditor: RecipeAuditor, graph: EvidenceGraph, gpus_per_node: Mapping[str, int]
+    auditor: RecipeAuditor, graph: EvidenceIndex, gpus_per_node: Mapping[str, int]
 ) -> list[ReverseEntry]:
     by_scope: dict[_Scope, list[_Pair]] = defaultdict(list)
     pool_modes: dict[tuple[str, str], set[str]] = defaultdict(set)

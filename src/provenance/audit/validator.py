@@ -2,7 +2,7 @@
 
 Pipeline per combination (``docs/audit.md``):
 
-1. per process (:class:`~provenance.recipes.combination.RoleCommand`), the major
+1. per process (:class:`~provenance.model.combination.RoleCommand`), the major
    FlagSet: normalise argv + env, then ``Policy.major`` — memoised on the
    command's content, so each distinct role is normalised once;
 2. the combination key: checkpoint, hardware, deployment kind, node count and
@@ -11,7 +11,7 @@ Pipeline per combination (``docs/audit.md``):
    :class:`~provenance.audit.judge.Judge`;
 4. declarations for guide-only outcomes;
 5. grouping: combinations with the same outcome and declaration share one
-   :class:`~provenance.audit.model.VerdictEntry` (``selections`` list).
+   :class:`~provenance.audit.verdicts.VerdictEntry` (``selections`` list).
 
 Then the reverse direction (every in-scope evidence point → the combinations
 that reproduce it, or why none can) and the claims (``meta.hardware: verified``
@@ -31,8 +31,10 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from provenance import __version__
 from provenance.audit.declarations import DeclarationMatcher
+from provenance.audit.index import EvidenceIndex
 from provenance.audit.judge import ClassifyFn, CombinationKey, Judge, Outcome, RoleKey
-from provenance.audit.model import (
+from provenance.audit.reverse import reverse_entries
+from provenance.audit.verdicts import (
     AuditReport,
     AuditSummary,
     Claim,
@@ -40,17 +42,15 @@ from provenance.audit.model import (
     ReverseEntry,
     SelectionSet,
     VerdictEntry,
-    VerdictKind,
 )
-from provenance.audit.reverse import reverse_entries
-from provenance.audit.scope import EVIDENCE_ROLE, ROLE_ORDER, DeploymentKind, deployment_kind
 from provenance.errors import ProvenanceError
-from provenance.flags.model import FlagSet
-from provenance.graph import EvidenceGraph
-from provenance.ledger.model import Declarations
-from provenance.recipes.combination import RenderResult, RoleCommand, Selection, construct
-from provenance.recipes.enumerate import EnumerationOptions
-from provenance.recipes.loader import Recipe, RecipesRoot
+from provenance.model.combination import RenderResult, RoleCommand, Selection, construct
+from provenance.model.flags import FlagSet
+from provenance.model.ledger import Declarations
+from provenance.model.reasons import VerdictKind
+from provenance.model.scope import EVIDENCE_ROLE, ROLE_ORDER, DeploymentKind, deployment_kind
+from provenance.recipes.enumerate.selections import EnumerationOptions
+from provenance.recipes.load.loader import Recipe, RecipesRoot
 
 if TYPE_CHECKING:
     from provenance.audit.factored import CellAuditor
@@ -110,7 +110,7 @@ class PolicyNormaliser:
     """
 
     def __init__(self, policy: object | None = None) -> None:
-        from provenance.flags.policy import Policy, default_policy
+        from provenance.normalise.policy import Policy, default_policy
 
         self._policy: Policy = policy if isinstance(policy, Policy) else default_policy()
         self._units: dict[tuple[str, ...], UnitFacts] = {}
@@ -121,7 +121,7 @@ class PolicyNormaliser:
         found = self._units.get(unit)
         if found is not None:
             return found
-        from provenance.flags.normalise import normalise_argv
+        from provenance.normalise.canonical import normalise_argv
 
         head = unit[0].split("=", 1)[0].lstrip("-")
         base = head.split(".", 1)[0].replace("-", "_")
@@ -164,7 +164,7 @@ class PolicyNormaliser:
         key = (head, kept, tuple(env.items()))
         major = self._memo.get(key)
         if major is None:
-            from provenance.flags.normalise import normalise_argv
+            from provenance.normalise.canonical import normalise_argv
 
             major = self._policy.major(normalise_argv([*head, *kept], env).flags)
             self._memo[key] = major
@@ -181,7 +181,7 @@ class PolicyNormaliser:
 
 
 def _major() -> object:
-    from provenance.flags.model import FlagClass
+    from provenance.model.flags import FlagClass
 
     return FlagClass.MAJOR
 
@@ -525,7 +525,7 @@ def claims_of(
 
 def audit(
     recipes: Sequence[RecipeInput],
-    graph: EvidenceGraph,
+    graph: EvidenceIndex,
     normaliser: RoleNormaliser,
     declarations: Declarations | None = None,
     *,
@@ -579,7 +579,7 @@ def gc_paused() -> Iterator[None]:
 
 def _audit(
     recipes: Sequence[RecipeInput],
-    graph: EvidenceGraph,
+    graph: EvidenceIndex,
     normaliser: RoleNormaliser,
     declarations: Declarations | None,
     ledger: str | None,
@@ -653,7 +653,7 @@ _RECORD_OF = operator.attrgetter("record")
 
 
 def referenced_records(
-    verdicts: Sequence[VerdictEntry], graph: EvidenceGraph
+    verdicts: Sequence[VerdictEntry], graph: EvidenceIndex
 ) -> tuple[RecordSummary, ...]:
     """Every record a flag of ``verdicts`` cites, sorted by id (the JSON ``records`` table)."""
     ids: set[str] = set()

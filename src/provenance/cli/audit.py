@@ -85,7 +85,7 @@ def audit(
     """
 
     def action() -> int:
-        from provenance.audit.run import AuditInputs, run_audit
+        from provenance.audit.pipeline import AuditInputs, run_audit
         from provenance.cli.lifetime import kept
         from provenance.report.formats import write_report
 
@@ -155,8 +155,8 @@ def _pr_audit(
     token_env: str,
 ) -> int:
     from provenance.cli.lifetime import kept
+    from provenance.report.pr import gate_exit_code, write_pr_audit
     from provenance.review.pr_audit import PrAuditRequest, run_pr_audit
-    from provenance.review.pr_output import gate_exit_code, write_pr_audit
 
     if repo is None or not base or not head:
         raise UsageError("--repo, --base and --head go together")
@@ -253,7 +253,7 @@ def explain(
 
     def action() -> int:
         from provenance.audit.explain import Explanation
-        from provenance.audit.run import AuditInputs, SelectionSpec, run_explain
+        from provenance.audit.pipeline import AuditInputs, SelectionSpec, run_explain
 
         spec = SelectionSpec(
             recipe=recipe,

@@ -12,10 +12,10 @@ import click
 
 from provenance.cli.runner import run
 from provenance.errors import UsageError
-from provenance.recipes.combination import Combination
+from provenance.model.combination import Combination
 from provenance.recipes.combos import CombosRequest, list_combinations
-from provenance.recipes.enumerate import EnumerationOptions
-from provenance.recipes.records import combination_record
+from provenance.recipes.enumerate.selections import EnumerationOptions
+from provenance.recipes.render.records import combination_record
 
 
 def _split(value: str | None) -> tuple[str, ...] | None:

@@ -10,9 +10,9 @@ import click
 
 from provenance.cli.options import evidence_dir_option, ledger_dir_option
 from provenance.cli.runner import run
-from provenance.evidence.listing import EvidenceQuery, list_evidence, render_text
-from provenance.flags.policy import load_policy
-from provenance.ledger.model import PrRef
+from provenance.model.ledger import PrRef
+from provenance.normalise.policy import load_policy
+from provenance.report.evidence_list import EvidenceQuery, list_evidence, render_text
 
 
 @click.group(name="evidence")

@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict
 
 from provenance.cli.runner import run
 from provenance.errors import UsageError
-from provenance.flags.normalise import ConfigMerge
-from provenance.flags.show import FlagsView, PolicyView, show_argv, show_policy, show_srt_slurm
+from provenance.normalise.canonical import ConfigMerge
+from provenance.normalise.show import FlagsView, PolicyView, show_argv, show_policy, show_srt_slurm
 
 _ASSIGNMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", re.DOTALL)
 
@@ -52,7 +52,7 @@ def _split_env(
 
 def build_view(options: FlagsOptions) -> FlagsView | PolicyView:
     """Parse, normalise and classify what the options name (the one core call)."""
-    from provenance.flags.policy import load_policy
+    from provenance.normalise.policy import load_policy
 
     policy = load_policy(options.repo)
     if options.list_policy:

@@ -34,7 +34,7 @@ def graph(
     """Export the evidence graph: flags, evidence, configs, PRs, sweeps, commits, combinations."""
 
     def action() -> int:
-        from provenance.audit.run import AuditInputs, build_export_graph
+        from provenance.audit.pipeline import AuditInputs, build_export_graph
 
         exported = build_export_graph(
             AuditInputs(
@@ -42,7 +42,7 @@ def graph(
             ),
             with_recipes=bool(recipes),
         )
-        from provenance.graph import to_dot, to_node_link_json, write_graphml
+        from provenance.audit.index import to_dot, to_node_link_json, write_graphml
 
         if fmt == "graphml":
             if output is None:

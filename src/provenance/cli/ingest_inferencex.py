@@ -13,8 +13,8 @@ from provenance.cli.options import evidence_dir_option, ledger_dir_option
 from provenance.cli.runner import run
 from provenance.escaping import terminal
 from provenance.evidence.inferencex.ingest import Progress
-from provenance.evidence.inferencex.write import IngestOptions, ingest_inferencex, render_report
-from provenance.ledger.paths import CACHE_ENV, default_cache_dir
+from provenance.ingest.inferencex import IngestOptions, ingest_inferencex, render_report
+from provenance.store.paths import CACHE_ENV, default_cache_dir
 
 
 @contextmanager

@@ -9,14 +9,14 @@ from pydantic import BaseModel, ConfigDict
 
 from provenance.cli.options import ledger_dir_option
 from provenance.cli.runner import run
-from provenance.github.client import (
+from provenance.github.sweeps import SweepIngestReport, ingest_sweeps, render_text
+from provenance.sources.github import (
     API_URL_ENV,
     DEFAULT_TOKEN_ENV,
     GitHubClient,
     GitHubSettings,
     connect,
 )
-from provenance.github.sweeps import SweepIngestReport, ingest_sweeps, render_text
 
 
 class SweepsOptions(BaseModel):

@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from provenance.cli.runner import run
 from provenance.errors import EXIT_OK, UsageError
-from provenance.ledger.model import Conclusion, PrRef, SweepRun
-from provenance.ledger.paths import default_dirs
+from provenance.model.ledger import Conclusion, PrRef, SweepRun
+from provenance.store.paths import default_dirs
 
 _ledger_option = click.option(
     "--ledger",
@@ -80,7 +80,7 @@ def add_sweep_command(
     """Record a sweep run for a PR by hand, creating its ledger entry if needed."""
 
     def action() -> int:
-        from provenance.ledger.sweeps import add_sweep, parse_eval
+        from provenance.store.sweeps import add_sweep, parse_eval
 
         pr = PrRef.parse(pr_text)
         try:
@@ -141,8 +141,8 @@ def verify(
     """Verify ledger and evidence integrity; exit 4 on any corrupt, dangling or suspect record."""
 
     def action() -> int:
-        from provenance.ledger.verify import render_text
-        from provenance.ledger.verify import verify as run_verify
+        from provenance.store.verify import render_text
+        from provenance.store.verify import verify as run_verify
 
         defaults = default_dirs()
         report = run_verify(

@@ -19,13 +19,13 @@ def split_list(values: tuple[str, ...]) -> tuple[str, ...] | None:
 
 
 def _default_ledger() -> Path:
-    from provenance.ledger.paths import default_dirs
+    from provenance.store.paths import default_dirs
 
     return default_dirs().ledger
 
 
 def _default_evidence() -> Path:
-    from provenance.ledger.paths import default_dirs
+    from provenance.store.paths import default_dirs
 
     return default_dirs().evidence
 
@@ -122,8 +122,8 @@ def audit_filters(
     pd_pairing: str,
     kv: str,
 ) -> Any:
-    """The parsed enumeration options as :class:`provenance.audit.run.AuditFilters`."""
-    from provenance.audit.run import AuditFilters
+    """The parsed enumeration options as :class:`provenance.audit.pipeline.AuditFilters`."""
+    from provenance.audit.pipeline import AuditFilters
 
     return AuditFilters(
         variants=split_list(variants),

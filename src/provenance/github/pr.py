@@ -22,9 +22,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from provenance.audit.model import AuditReport, VerdictKind
+from provenance.audit.verdicts import AuditReport
 from provenance.escaping import markdown_inline, terminal
-from provenance.github.client import (
+from provenance.model.ledger import PrRef
+from provenance.model.reasons import VerdictKind
+from provenance.sources.github import (
     DEFAULT_TOKEN_ENV,
     CommentInfo,
     GitHubClient,
@@ -32,7 +34,6 @@ from provenance.github.client import (
     GitHubUnavailable,
     connect,
 )
-from provenance.ledger.model import PrRef
 
 COMMENT_MARKER = "<!-- provenance:audit -->"
 #: GitHub refuses comment bodies longer than this (characters).

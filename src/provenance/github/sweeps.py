@@ -30,10 +30,10 @@ from pydantic import BaseModel, ConfigDict
 
 from provenance.errors import UsageError
 from provenance.escaping import terminal
-from provenance.github.client import GitHubClient, GitHubUnavailable, JobInfo, WorkflowRunInfo
-from provenance.ledger.ledger_dir import Ledger
-from provenance.ledger.lock import writer_lock
-from provenance.ledger.model import Conclusion, LedgerEntry, PrRef, SweepRun
+from provenance.model.ledger import Conclusion, LedgerEntry, PrRef, SweepRun
+from provenance.sources.github import GitHubClient, GitHubUnavailable, JobInfo, WorkflowRunInfo
+from provenance.store.ledger import Ledger
+from provenance.store.lock import writer_lock
 
 RUN_SWEEP_WORKFLOW_FILE = "run-sweep.yml"
 RUN_SWEEP_EVENT = "pull_request"

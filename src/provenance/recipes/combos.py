@@ -2,7 +2,7 @@
 
 :func:`list_combinations` loads the recipes root and the recipe, checks the
 filters name things that exist, and yields one
-:class:`~provenance.recipes.combination.Combination` per reachable selection.
+:class:`~provenance.model.combination.Combination` per reachable selection.
 """
 
 from __future__ import annotations
@@ -14,22 +14,26 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from provenance.errors import UsageError
-from provenance.recipes.combination import Combination
-from provenance.recipes.enumerate import EnumerationOptions, PdNodesSpec, enumerate_selections
-from provenance.recipes.loader import Recipe, RecipesRoot, load_recipe, load_recipes_root
-from provenance.recipes.synthesis import Renderer
+from provenance.model.combination import Combination
+from provenance.recipes.enumerate.selections import (
+    EnumerationOptions,
+    PdNodesSpec,
+    enumerate_selections,
+)
+from provenance.recipes.load.loader import Recipe, RecipesRoot, load_recipe, load_recipes_root
+from provenance.recipes.render.synthesis import Renderer
 
 
 def default_recipes_root(cwd: Path | None = None) -> Path:
     """The recipes root used when ``--recipes-root`` is not given.
 
     The current directory when it holds ``taxonomy.yaml`` (a recipes checkout); else
-    the embedded recipes root (:mod:`provenance.defaults`), like ``audit`` and ``cite``.
+    the embedded recipes root (:mod:`provenance.store.embedded`), like ``audit`` and ``cite``.
     """
     here = Path.cwd() if cwd is None else cwd
     if (here / "taxonomy.yaml").is_file():
         return here
-    from provenance.defaults import data_dirs
+    from provenance.store.embedded import data_dirs
 
     embedded = data_dirs(here).recipes
     if (embedded / "taxonomy.yaml").is_file():

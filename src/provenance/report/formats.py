@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import Protocol, TextIO
 
-from provenance.audit.model import AuditReport
+from provenance.audit.verdicts import AuditReport
 from provenance.errors import UsageError
 
 #: format name -> module implementing ``write(report: AuditReport, out: TextIO) -> None``.

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from provenance.audit.model import AuditReport, Reason, VerdictKind
+from provenance.audit.verdicts import AuditReport, Reason
+from provenance.model.reasons import VerdictKind
 
 #: How many reasons a summary row names.
 TOP_REASONS = 5

@@ -39,17 +39,17 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from provenance.audit.model import (
+from provenance.audit.verdicts import (
     AuditReport,
     EvidenceRef,
     FlagProvenance,
     NearestEvidence,
     Reason,
     RoleFlags,
-    VerdictKind,
 )
-from provenance.ledger.model import SweepRun
-from provenance.recipes.combination import PdPool, PdSelection, Selection
+from provenance.model.combination import PdPool, PdSelection, Selection
+from provenance.model.ledger import SweepRun
+from provenance.model.reasons import VerdictKind
 
 if TYPE_CHECKING:
     from provenance.review.diff import DiffReport
@@ -606,7 +606,7 @@ def render_html(
 
 def sweeps_from_ledger(root: Path) -> dict[str, tuple[SweepRun, ...]]:
     """PR ref (``OWNER/REPO#N``) -> its recorded sweep runs, from a ledger directory."""
-    from provenance.ledger.ledger_dir import Ledger
+    from provenance.store.ledger import Ledger
 
     return {str(entry.pr): entry.sweeps for entry in Ledger(root).entries() if entry.sweeps}
 

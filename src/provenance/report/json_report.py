@@ -23,7 +23,13 @@ from typing import Any, TextIO
 from pydantic import BaseModel
 from pydantic_core import to_json
 
-from provenance.audit.model import RECORD_INDEX, AuditReport, RoleFlags, SelectionSet, VerdictEntry
+from provenance.audit.verdicts import (
+    RECORD_INDEX,
+    AuditReport,
+    RoleFlags,
+    SelectionSet,
+    VerdictEntry,
+)
 
 #: The fields of a selection set written before ``features`` and ``pd`` (its last two).
 _SET_HEAD = tuple(name for name in SelectionSet.model_fields if name not in ("features", "pd"))

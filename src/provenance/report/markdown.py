@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TextIO
 
-from provenance.audit.model import AuditReport
+from provenance.audit.verdicts import AuditReport
 from provenance.escaping import markdown_code, markdown_inline
 from provenance.report.grouping import group_rows
 

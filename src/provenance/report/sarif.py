@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from provenance import __version__
-from provenance.audit.model import AuditReport, Reason, ReasonCode
+from provenance.audit.verdicts import AuditReport, Reason
 from provenance.errors import ProvenanceError
 from provenance.escaping import terminal
-from provenance.recipes.combination import Selection
+from provenance.model.combination import Selection
+from provenance.model.reasons import ReasonCode
 from provenance.safe_yaml import KeyPath, LoadedYaml, load_yaml, load_yaml_text
 
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -74,7 +75,7 @@ class _Place:
 
 
 def _canonical_keys(tokens: list[str]) -> dict[str, str]:
-    from provenance.flags.normalise import normalise_argv
+    from provenance.normalise.canonical import normalise_argv
 
     try:
         return dict(normalise_argv(tokens).flags.items())

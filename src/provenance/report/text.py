@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from provenance.audit.model import AuditReport
+from provenance.audit.verdicts import AuditReport
 from provenance.escaping import terminal
 from provenance.report.grouping import group_rows
 

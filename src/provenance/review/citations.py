@@ -18,10 +18,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from provenance.audit.model import AuditReport, Reason, ReasonCode, VerdictEntry, VerdictKind
+from provenance.audit.verdicts import AuditReport, Reason, VerdictEntry
 from provenance.errors import UsageError
 from provenance.escaping import markdown_code, markdown_inline
-from provenance.ledger.model import LedgerEntry, PrRef, SweepRun
+from provenance.model.ledger import LedgerEntry, PrRef, SweepRun
+from provenance.model.reasons import ReasonCode, VerdictKind
 
 Lang = Literal["en", "zh"]
 LANGS: tuple[Lang, ...] = ("en", "zh")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from provenance.audit.model import AuditReport
-from provenance.audit.run import AuditFilters, AuditInputs, ledger_dirs, run_audit
+from provenance.audit.pipeline import AuditFilters, AuditInputs, ledger_dirs, run_audit
+from provenance.audit.verdicts import AuditReport
 from provenance.errors import UsageError
 from provenance.review.citations import Lang, build_citations, render_citations
 
@@ -71,7 +71,7 @@ def cite_report(request: CiteRequest) -> AuditReport | None:
 
 def cite(request: CiteRequest) -> str:
     """Markdown citations block in the requested languages."""
-    from provenance.ledger.ledger_dir import Ledger
+    from provenance.store.ledger import Ledger
 
     report = cite_report(request)
     if report is None:

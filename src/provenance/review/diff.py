@@ -1,6 +1,6 @@
 """What a pull request changes in the exposed combinations (base audit vs head audit).
 
-Pure functions over two :class:`~provenance.audit.model.AuditReport` objects:
+Pure functions over two :class:`~provenance.audit.verdicts.AuditReport` objects:
 
 * per combination: newly exposed, removed, verdict changed, major flags added /
   changed / removed per role;
@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from provenance.audit.model import (
+from provenance.audit.verdicts import (
     AuditReport,
     EvidenceRef,
     FeatureChoice,
@@ -44,9 +44,9 @@ from provenance.audit.model import (
     RoleFlags,
     SelectionSet,
     VerdictEntry,
-    VerdictKind,
 )
-from provenance.recipes.combination import PdPool, Selection, construct
+from provenance.model.combination import PdPool, Selection, construct
+from provenance.model.reasons import VerdictKind
 
 DIFF_SCHEMA: Literal["provenance.diff/v2"] = "provenance.diff/v2"
 

@@ -18,13 +18,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from provenance.audit.model import AuditReport
-from provenance.audit.run import AuditFilters, AuditInputs, EvidenceCache, run_audit
+from provenance.audit.pipeline import AuditFilters, AuditInputs, EvidenceCache, run_audit
 from provenance.audit.validator import gc_paused
+from provenance.audit.verdicts import AuditReport
 from provenance.errors import InputError
-from provenance.gitread import open_repo, resolve_commit
 from provenance.review.diff import DiffReport, diff_reports
 from provenance.review.revisions import ChangedRecipes, changed_recipes, materialise, model_paths
+from provenance.sources.git import open_repo, resolve_commit
 
 
 class PrAuditRequest(BaseModel):
@@ -128,9 +128,9 @@ def variant_change(base_root: Path, head_root: Path, model: str) -> VariantChang
     ``tests/review/test_pr_narrowing.py`` checks the diff equal to the full one.
     """
     from provenance.errors import ProvenanceError
-    from provenance.recipes.hardware import hardware_view
-    from provenance.recipes.loader import load_recipe, load_recipes_root
-    from provenance.recipes.rules import some_variant_runs
+    from provenance.recipes.enumerate.hardware import hardware_view
+    from provenance.recipes.enumerate.rules import some_variant_runs
+    from provenance.recipes.load.loader import load_recipe, load_recipes_root
 
     try:
         loaded = load_recipes_root(base_root)
@@ -162,7 +162,7 @@ def variant_change(base_root: Path, head_root: Path, model: str) -> VariantChang
 def run_pr_audit(request: PrAuditRequest, keep: list[object] | None = None) -> PrAuditResult:
     """Audit both sides of the pull request and diff them.
 
-    ``keep``: see :func:`provenance.audit.run.run_audit` (the shared evidence graph,
+    ``keep``: see :func:`provenance.audit.pipeline.run_audit` (the shared evidence graph,
     judges and auditors are appended to it instead of being freed on the way out).
     """
     # Both audits, the evidence graph and the diff allocate many long-lived objects and

@@ -14,7 +14,7 @@ import git
 from pydantic import BaseModel, ConfigDict
 
 from provenance.errors import UnsafeInputError
-from provenance.gitread import resolve_commit
+from provenance.sources.git import resolve_commit
 
 SHARED_PREFIXES = ("taxonomy.yaml", "strategies/", "kv_store/")
 MODELS_PREFIX = "models/"

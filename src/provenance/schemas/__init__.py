@@ -21,11 +21,11 @@ JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 #: kind -> (module, model class name)
 KINDS: dict[str, tuple[str, str]] = {
-    "audit": ("provenance.audit.model", "AuditReport"),
-    "ledger-pr": ("provenance.ledger.model", "LedgerEntry"),
-    "declarations": ("provenance.ledger.model", "Declarations"),
-    "evidence-record": ("provenance.evidence.record", "EvidenceRecord"),
-    "verify": ("provenance.ledger.verify", "VerifyReport"),
+    "audit": ("provenance.audit.verdicts", "AuditReport"),
+    "ledger-pr": ("provenance.model.ledger", "LedgerEntry"),
+    "declarations": ("provenance.model.ledger", "Declarations"),
+    "evidence-record": ("provenance.model.record", "EvidenceRecord"),
+    "verify": ("provenance.store.verify", "VerifyReport"),
     "diff": ("provenance.review.diff", "DiffReport"),
 }
 

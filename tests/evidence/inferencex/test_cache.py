@@ -13,11 +13,11 @@ from click.testing import CliRunner
 from inferencex_fixtures import RepoBuilder, toy_history
 
 from provenance.cli.main import cli
-from provenance.evidence.inferencex import cache as cache_module
 from provenance.evidence.inferencex import ingest
-from provenance.evidence.inferencex.cache import ExtractionCache, source_digest
 from provenance.evidence.inferencex.ingest import IngestResult, extract
-from provenance.evidence.inferencex.write import IngestOptions, IngestReport, ingest_inferencex
+from provenance.ingest.inferencex import IngestOptions, IngestReport, ingest_inferencex
+from provenance.store import extraction_cache as cache_module
+from provenance.store.extraction_cache import ExtractionCache, source_digest
 
 PRS = (1, 2, 3, 4)
 
@@ -191,8 +191,8 @@ def test_the_real_extractor_version_covers_its_modules() -> None:
         "provenance.evidence.inferencex.linkage",
         "provenance.evidence.inferencex.scripts",
         "provenance.evidence.inferencex.srt_slurm",
-        "provenance.evidence.record",
-        "provenance.flags.normalise",
+        "provenance.model.record",
+        "provenance.normalise.canonical",
         "provenance.safe_yaml",
     ):
         assert module in closure

@@ -18,9 +18,9 @@ from inferencex_fixtures import (
 )
 
 from provenance.cli.main import cli
-from provenance.ledger.ledger_dir import Ledger
-from provenance.ledger.model import PrRef, SweepRun
-from provenance.ledger.store import EvidenceStore
+from provenance.model.ledger import PrRef, SweepRun
+from provenance.store.evidence import EvidenceStore
+from provenance.store.ledger import Ledger
 
 SCRIPT = "benchmarks/single_node/fixed_seq_len/toy_fp4_b300_mtp.sh"
 RECIPE = "benchmarks/multi_node/srt-slurm-recipes/vllm/toy/4p1d.yaml"

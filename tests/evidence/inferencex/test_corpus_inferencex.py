@@ -9,7 +9,7 @@ import git
 import pytest
 
 from provenance.evidence.inferencex.ingest import IngestResult, extract
-from provenance.evidence.record import EvidenceRecord
+from provenance.model.record import EvidenceRecord
 
 pytestmark = pytest.mark.corpus
 

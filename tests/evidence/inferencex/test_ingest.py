@@ -18,7 +18,7 @@ from inferencex_fixtures import (
 
 from provenance.errors import UnsafeInputError, UsageError
 from provenance.evidence.inferencex.ingest import IngestResult, extract
-from provenance.evidence.record import EvidenceRecord
+from provenance.model.record import EvidenceRecord
 
 SCRIPT = TOY_SCRIPT
 RECIPE = TOY_RECIPE

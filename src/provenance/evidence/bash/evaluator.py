@@ -69,7 +69,7 @@ from provenance.evidence.bash.values import (
     text_of,
     unknown_text,
 )
-from provenance.evidence.record import PartialMarker
+from provenance.model.record import PartialMarker
 
 
 @dataclass(frozen=True)

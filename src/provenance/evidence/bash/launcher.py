@@ -50,7 +50,7 @@ from provenance.evidence.bash.evaluator import (
     evaluate_script,
 )
 from provenance.evidence.bash.values import Text, holes, render
-from provenance.evidence.record import PartialMarker
+from provenance.model.record import PartialMarker
 
 
 class Heredoc(BaseModel):

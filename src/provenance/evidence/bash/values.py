@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, cast
 
-from provenance.evidence.record import PartialMarker
+from provenance.model.record import PartialMarker
 
 IFS_CHARS: Final = " \t\n"
 

@@ -32,7 +32,6 @@ import git
 from pydantic import BaseModel, ConfigDict, Field
 
 from provenance.errors import InputError
-from provenance.evidence.inferencex.cache import CACHE_FORMAT, ExtractionCache, cache_key
 from provenance.evidence.inferencex.linkage import (
     HistoryCommit,
     Lineage,
@@ -68,7 +67,9 @@ from provenance.evidence.inferencex.srt_slurm import (
     load_recipe_bytes,
     recipe_repo_path,
 )
-from provenance.evidence.record import (
+from provenance.model.flags import FlagSet
+from provenance.model.ledger import LedgerEntry, LedgerFile, PrRef
+from provenance.model.record import (
     EvidenceRecord,
     EvidenceSource,
     PartialMarker,
@@ -77,8 +78,7 @@ from provenance.evidence.record import (
     Topology,
     WorkloadPoint,
 )
-from provenance.flags.model import FlagSet
-from provenance.ledger.model import LedgerEntry, LedgerFile, PrRef
+from provenance.store.extraction_cache import CACHE_FORMAT, ExtractionCache, cache_key
 
 INFERENCEX_REPO = "SemiAnalysisAI/InferenceX"
 HISTORY_ROOTS = ("benchmarks",)
@@ -748,7 +748,7 @@ def extract(
     """Evidence records and PR ledger entries of an InferenceX repository (see module doc).
 
     With ``cache``, each commit's extraction is looked up there first and stored
-    there after (see :mod:`provenance.evidence.inferencex.cache`); the result is
+    there after (see :mod:`provenance.store.extraction_cache`); the result is
     the same either way.
     """
     repo = open_repo(repo_path)

@@ -37,9 +37,9 @@ from provenance.errors import InputError
 from provenance.evidence.bash import evaluate_launcher
 from provenance.evidence.inferencex.master import MasterEntry, SingleNodePoint
 from provenance.evidence.inferencex.snapshot import Snapshot
-from provenance.evidence.record import PartialMarker
-from provenance.flags.model import FlagSet
-from provenance.flags.normalise import normalise_argv
+from provenance.model.flags import FlagSet
+from provenance.model.record import PartialMarker
+from provenance.normalise.canonical import normalise_argv
 from provenance.safe_yaml import load_yaml_bytes
 
 RUNNERS_PATHS = ("configs/runners.yaml", ".github/configs/runners.yaml")

@@ -23,7 +23,7 @@ from git.objects.base import IndexObject
 from git.objects.fun import tree_entries_from_data
 
 from provenance.errors import InputError, UnsafeInputError
-from provenance.gitread import open_repo, resolve_commit
+from provenance.sources.git import open_repo, resolve_commit
 
 __all__ = [
     "SYMLINK_MODE",

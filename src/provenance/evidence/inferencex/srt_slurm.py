@@ -23,9 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from provenance.errors import InputError
 from provenance.evidence.inferencex.master import MultiNodePoint, WorkerSpec
-from provenance.evidence.record import PartialMarker, RoleTopology, Topology
-from provenance.flags.model import FlagSet
-from provenance.flags.normalise import normalise_mapping
+from provenance.model.flags import FlagSet
+from provenance.model.record import PartialMarker, RoleTopology, Topology
+from provenance.normalise.canonical import normalise_mapping
 from provenance.safe_yaml import LoadedYaml, load_yaml_bytes, parse_model
 
 RECIPES_PREFIX = "recipes/"

@@ -1,0 +1,370 @@
+"""The audit's I/O edge: resolve inputs, load recipes/ledger/evidence, run :func:`validator.audit`.
+
+Everything here is wiring; the decisions live in :mod:`provenance.audit.judge`
+and :mod:`provenance.audit.validator`. The default inputs (no RECIPE given,
+no ``--ledger``/``--evidence``) are resolved by :func:`default_inputs` alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from provenance.audit.index import EvidenceIndex
+from provenance.audit.judge import Judge
+from provenance.audit.validator import (
+    CellSource,
+    PolicyNormaliser,
+    RecipeInput,
+    RoleNormaliser,
+    audit,
+    gc_paused,
+)
+from provenance.audit.verdicts import AuditReport
+from provenance.errors import UsageError
+from provenance.model.combination import Selection
+from provenance.model.flags import FlagSet
+from provenance.model.ledger import Declarations
+from provenance.recipes.enumerate.selections import EnumerationOptions
+
+
+class AuditInputs(BaseModel):
+    """Where the recipes, the ledger and the evidence store are."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    recipes: tuple[str, ...] = ()
+    recipes_root: Path | None = None
+    ledger: Path | None = None
+    evidence: Path | None = None
+
+
+class AuditFilters(BaseModel):
+    """The enumeration filters of ``provenance combos`` (same meaning)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    variants: tuple[str, ...] | None = None
+    hardware: tuple[str, ...] | None = None
+    strategies: tuple[str, ...] | None = None
+    features: str = "all"
+    pd_nodes: str = "1,2,default"
+    pd_pairing: str = "joint"
+    kv: str = "off"
+
+
+class ResolvedInputs(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    recipes: tuple[str, ...]
+    recipes_root: Path
+    ledger: Path
+    evidence: Path
+
+
+def default_inputs(inputs: AuditInputs) -> ResolvedInputs:
+    """Fill in what the command line left out (the one place defaults are decided).
+
+    Recipes root: ``--recipes-root`` else the embedded one (``provenance.store.embedded``).
+    Ledger and evidence: ``provenance.store.paths.default_dirs()`` (embedded too).
+    With no RECIPE, every ``models/**/*.yaml`` of the recipes root is audited.
+    """
+    if inputs.recipes_root is not None:
+        root = inputs.recipes_root
+    else:
+        from provenance.store.embedded import data_dirs
+        from provenance.store.paths import display_path
+
+        root = display_path(data_dirs().recipes)
+    if not (root / "taxonomy.yaml").is_file():
+        raise UsageError(
+            f"no recipes root at {root} (taxonomy.yaml missing)",
+            hint="pass --recipes-root DIR (a vllm-project/recipes checkout)",
+        )
+    recipes = inputs.recipes
+    if not recipes:
+        models = root / "models"
+        recipes = tuple(
+            str(p.relative_to(root)) for p in sorted(models.glob("*/*.yaml")) if p.is_file()
+        )
+        if not recipes:
+            raise UsageError(f"no recipe given and none under {models}")
+    ledger, evidence = ledger_dirs(inputs)
+    return ResolvedInputs(recipes=recipes, recipes_root=root, ledger=ledger, evidence=evidence)
+
+
+def ledger_dirs(inputs: AuditInputs) -> tuple[Path, Path]:
+    """``--ledger`` and ``--evidence``, defaulting to ``default_dirs()``; both must exist."""
+    from provenance.store.paths import default_dirs
+
+    defaults = default_dirs()
+    ledger = inputs.ledger or defaults.ledger
+    evidence = inputs.evidence or defaults.evidence
+    for name, path in (("--ledger", ledger), ("--evidence", evidence)):
+        if not path.is_dir():
+            raise UsageError(f"{name} {path} is not a directory", hint=f"pass {name} DIR")
+    return ledger, evidence
+
+
+def load_graph(
+    ledger: Path, evidence: Path, normaliser: RoleNormaliser
+) -> tuple[EvidenceIndex, Declarations]:
+    from provenance.store.entry_cache import ParsedEntries
+    from provenance.store.evidence import EvidenceStore
+    from provenance.store.ledger import Ledger
+    from provenance.store.verified import VerifiedRecords
+
+    book = Ledger(ledger)
+    store = EvidenceStore(evidence)
+    with gc_paused():
+        records = store.iter_records(VerifiedRecords.open())
+        entries = book.entries(ParsedEntries.open())
+        graph = EvidenceIndex.build(records, entries, normaliser.major)
+    return graph, book.declarations()
+
+
+def enumeration_options(filters: AuditFilters) -> EnumerationOptions:
+    from provenance.recipes.enumerate.selections import EnumerationOptions
+
+    return EnumerationOptions.model_validate(
+        {
+            "variants": filters.variants,
+            "hardware": filters.hardware,
+            "strategies": filters.strategies,
+            "features": filters.features,
+            "pd_nodes": filters.pd_nodes,
+            "pd_pairing": filters.pd_pairing,
+            "kv": filters.kv,
+        }
+    )
+
+
+def recipe_inputs(resolved: ResolvedInputs, filters: AuditFilters) -> list[RecipeInput]:
+    from provenance.recipes.load.loader import load_recipe, load_recipes_root
+
+    root = load_recipes_root(resolved.recipes_root)
+    options = enumeration_options(filters)
+    gpus = {
+        hw_id: profile.gpu_count
+        for hw_id, profile in (root.taxonomy.hardware_profiles or {}).items()
+        if profile is not None and profile.gpu_count
+    }
+    inputs = []
+    for ref in resolved.recipes:
+        recipe = load_recipe(root, ref)
+        meta_hardware = (recipe.spec.meta.hardware if recipe.spec.meta else None) or {}
+        inputs.append(
+            RecipeInput(
+                ref=recipe.hf_id,
+                cells=CellSource(recipe=recipe, root=root, options=options),
+                path=str(recipe.path),
+                verified_hardware=tuple(
+                    hw for hw, claim in meta_hardware.items() if claim == "verified"
+                ),
+                hardware_filter=filters.hardware,
+                filtered=filters != AuditFilters(hardware=filters.hardware),
+                gpus_per_node=gpus,
+            )
+        )
+    return inputs
+
+
+@dataclass
+class LoadedEvidence:
+    """A ledger and evidence store loaded once, with the normaliser and judges that go with
+    them: audits sharing it (the base and head of a pull request) load the graph once and
+    reuse the normaliser's and each recipe's judge memos."""
+
+    ledger: Path
+    evidence: Path
+    normaliser: PolicyNormaliser
+    graph: EvidenceIndex
+    declarations: Declarations
+    judges: dict[str, Judge] = field(default_factory=dict)
+
+
+class EvidenceCache:
+    """Loads the evidence graph on first use and hands it to every later audit of the same
+    ``--ledger``/``--evidence`` (another pair of directories is loaded afresh)."""
+
+    def __init__(self) -> None:
+        self._loaded: LoadedEvidence | None = None
+
+    def load(self, ledger: Path, evidence: Path) -> LoadedEvidence:
+        found = self._loaded
+        if found is None or (found.ledger, found.evidence) != (ledger, evidence):
+            normaliser = PolicyNormaliser()
+            graph, declarations = load_graph(ledger, evidence, normaliser)
+            found = self._loaded = LoadedEvidence(ledger, evidence, normaliser, graph, declarations)
+        return found
+
+
+def run_audit(
+    inputs: AuditInputs,
+    filters: AuditFilters,
+    shared: EvidenceCache | None = None,
+    keep: list[object] | None = None,
+) -> AuditReport:
+    """Load everything, audit every combination, return the report.
+
+    With ``shared``, the evidence graph, normaliser and judges come from (and stay in) it.
+    With ``keep``, what the audit built and would free on the way out (the graph, the
+    judges, the last recipe's auditor and its memos) is appended to it instead: see
+    :func:`provenance.audit.validator.audit`.
+    """
+    resolved = default_inputs(inputs)
+    loaded = (shared or EvidenceCache()).load(resolved.ledger, resolved.evidence)
+    if keep is not None:
+        keep.append(loaded)
+    notices = []
+    if not loaded.graph.records:
+        notices.append(f"no evidence records in {resolved.evidence}: nothing can be recommended")
+    return audit(
+        recipe_inputs(resolved, filters),
+        loaded.graph,
+        loaded.normaliser,
+        loaded.declarations,
+        ledger=str(resolved.ledger),
+        notices=notices,
+        judges=loaded.judges,
+        keep=keep,
+    )
+
+
+class SelectionSpec(BaseModel):
+    """What ``provenance explain`` was told about the selection (unset = not constrained).
+
+    ``features`` lists ``name`` or ``name=mode``; the selection must enable exactly
+    these features (none when the list is empty). Unset pools prefer the builder's
+    default pools; an unset node count prefers the smallest.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    recipe: str
+    variant: str | None = None
+    hardware: str | None = None
+    strategy: str | None = None
+    features: tuple[str, ...] = ()
+    nodes: int | None = None
+    prefill: tuple[int, str] | None = None
+    decode: tuple[int, str] | None = None
+    kv: str | None = None
+
+
+def _wanted_features(spec: SelectionSpec) -> tuple[tuple[str, ...], dict[str, str]]:
+    names: list[str] = []
+    modes: dict[str, str] = {}
+    for item in spec.features:
+        name, _, mode = item.partition("=")
+        names.append(name.strip())
+        if mode.strip():
+            modes[name.strip()] = mode.strip()
+    return tuple(names), modes
+
+
+def resolve_selection(recipe: object, root: object, spec: SelectionSpec) -> Selection:
+    """The one reachable selection matching ``spec`` (UsageError when none or ambiguous)."""
+    from provenance.recipes.enumerate.selections import EnumerationOptions, enumerate_with_ui
+    from provenance.recipes.load.loader import Recipe, RecipesRoot
+
+    assert isinstance(recipe, Recipe) and isinstance(root, RecipesRoot)
+    names, modes = _wanted_features(spec)
+    pd_nodes = {"1", "2", "default"}
+    for pool in (spec.prefill, spec.decode):
+        if pool is not None:
+            pd_nodes.add(str(pool[0]))
+    options = EnumerationOptions(
+        variants=(spec.variant,) if spec.variant else None,
+        hardware=(spec.hardware,) if spec.hardware else None,
+        strategies=(spec.strategy,) if spec.strategy else None,
+        features="all" if names else "none",
+        pd_nodes=",".join(sorted(pd_nodes)),
+        kv=spec.kv or "off",
+    )
+    matches = []
+    for item in enumerate_with_ui(recipe, root, options):
+        selection = item.selection
+        if set(selection.features) != set(names):
+            continue
+        if any(selection.feature_modes.get(f) != m for f, m in modes.items()):
+            continue
+        if spec.nodes is not None and selection.pd is None and selection.node_count != spec.nodes:
+            continue
+        if spec.kv is not None and (selection.kv_offload or "off") != spec.kv:
+            continue
+        if selection.pd is not None:
+            pools = ((spec.prefill, selection.pd.prefill), (spec.decode, selection.pd.decode))
+            if any(
+                want is not None and (have.nodes, have.parallelism) != want for want, have in pools
+            ):
+                continue
+        matches.append(item)
+    if not matches:
+        raise UsageError(
+            f"no reachable selection of {spec.recipe} matches the options",
+            hint="check --variant/--hardware/--strategy/--feature against `provenance combos`",
+        )
+    shapes = {(m.selection.variant, m.selection.hardware, m.selection.strategy) for m in matches}
+    if len(shapes) > 1:
+        listed = ", ".join(" · ".join(str(p) for p in s) for s in sorted(shapes, key=str)[:6])
+        raise UsageError(
+            f"{len(shapes)} variant/hardware/strategy choices match: {listed}",
+            hint="add --variant, --hardware and --strategy",
+        )
+
+    def preference(item: object) -> tuple[int, int, int]:
+        from provenance.recipes.enumerate.selections import EnumeratedSelection
+
+        assert isinstance(item, EnumeratedSelection)
+        selection = item.selection
+        return (
+            0 if tuple(selection.features) == names else 1,
+            0 if (selection.pd is None or item.ui.pd_default_pools) else 1,
+            selection.node_count or 0,
+        )
+
+    return min(matches, key=preference).selection
+
+
+def run_explain(inputs: AuditInputs, spec: SelectionSpec) -> object:
+    """Resolve, render and explain one selection; returns an ``Explanation``."""
+    from provenance.audit.explain import explain
+    from provenance.recipes.load.loader import load_recipe, load_recipes_root
+    from provenance.recipes.render.synthesis import render
+
+    resolved = default_inputs(inputs.model_copy(update={"recipes": (spec.recipe,)}))
+    root = load_recipes_root(resolved.recipes_root)
+    recipe = load_recipe(root, spec.recipe)
+    selection = resolve_selection(recipe, root, spec)
+    result = render(recipe, root, selection)
+    normaliser = PolicyNormaliser()
+    graph, declarations = load_graph(resolved.ledger, resolved.evidence, normaliser)
+    return explain(recipe.hf_id, selection, result, graph, normaliser, declarations)
+
+
+def build_export_graph(inputs: AuditInputs, *, with_recipes: bool) -> Any:
+    """The networkx evidence graph, plus one combination node per distinct outcome if asked."""
+    normaliser = PolicyNormaliser()
+    if not with_recipes:
+        ledger, evidence = ledger_dirs(inputs)
+        graph, _ = load_graph(ledger, evidence, normaliser)
+        return graph.to_networkx()
+    resolved = default_inputs(inputs)
+    graph, declarations = load_graph(resolved.ledger, resolved.evidence, normaliser)
+    report = audit(recipe_inputs(resolved, AuditFilters()), graph, normaliser, declarations)
+    for entry in report.verdicts:
+        first = next(entry.iter_selections(), None)
+        graph.add_combination(
+            recipe=entry.recipe,
+            label=first.label() if first is not None else "",
+            selections=entry.combinations,
+            verdict=str(entry.verdict),
+            roles={
+                role.role: FlagSet({f.key: f.value for f in role.flags}) for role in entry.roles
+            },
+        )
+    return graph.to_networkx()

@@ -1,0 +1,1 @@
+"""Ingest: extract evidence and write it to the store."""

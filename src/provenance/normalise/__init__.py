@@ -1,0 +1,1 @@
+"""Normalise every spelling of a flag to its canonical form, and class it (the policy)."""

@@ -1,0 +1,524 @@
+"""Which flags need evidence: a class for every canonical flag key.
+
+``major`` flags define what is served (checkpoint, parallelism, precision,
+kernels, speculative decoding) and must each be matched by benchmark
+evidence; ``tuning`` flags are per-point InferenceX tuning; ``harness`` flags
+are plumbing (ports, hosts, KV transfer, NCCL/UCX env); ``functional`` flags
+change behaviour, not performance (parsers, chat templates). A key no rule
+names is ``major``: an unclassified flag is never silently ignored.
+
+The default table starts from ``specs/inferencex-evidence-spec.md`` §7 (which
+in turn cites InferenceX ``docs/PR_REVIEW_CHECKLIST.md`` and the codeowner
+sign-off prompt, Check 3(c)) and PR precedents; each rule carries its basis,
+shown by ``provenance flags`` and listed in ``docs/flags.md``.
+
+Users override classes in the audited repository: ``provenance.toml``
+(``[policy]`` table) or ``pyproject.toml`` (``[tool.provenance.policy]``),
+``"pattern" = "class"`` per line. Patterns are canonical keys with optional
+globs (``env:NCCL_*``, ``compilation_config.*``). User rules are tried before
+the defaults; within one layer an exact key beats a glob, and a longer glob
+beats a shorter one.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from provenance.errors import InputError
+from provenance.model.flags import FlagClass, FlagSet
+
+__all__ = [
+    "DEFAULT_RULES",
+    "UNKNOWN_BASIS",
+    "Policy",
+    "PolicyRule",
+    "default_policy",
+    "load_policy",
+    "parse_policy_table",
+]
+
+MAJOR = FlagClass.MAJOR
+TUNING = FlagClass.TUNING
+HARNESS = FlagClass.HARNESS
+FUNCTIONAL = FlagClass.FUNCTIONAL
+
+UNKNOWN_BASIS = (
+    "unclassified key: major by default (spec §7 catch-all, "
+    "'other flags that materially change the served model')"
+)
+
+
+class PolicyRule(BaseModel):
+    """``pattern`` (canonical key, globs allowed) → ``flag_class``, with the reason why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    pattern: str
+    flag_class: FlagClass
+    basis: str
+    origin: str = "default"
+
+    @property
+    def is_glob(self) -> bool:
+        return any(ch in self.pattern for ch in "*?[")
+
+    @property
+    def specificity(self) -> tuple[int, int]:
+        """Exact keys first, then longer patterns (more literal characters)."""
+        literal = sum(1 for ch in self.pattern if ch not in "*?[]")
+        return (0 if self.is_glob else 1, literal)
+
+    def matches(self, key: str) -> bool:
+        if not self.is_glob:
+            return key == self.pattern
+        return fnmatch.fnmatchcase(key, self.pattern)
+
+
+# Bases, one per source, so the table below stays readable.
+_S7_PARALLEL = "spec §7: explicit ('parallelism: TP/EP/DP/PP and DP-attention'), Check 3(c)"
+_S7_QUANT = "spec §7: explicit (--quantization, --kv-cache-dtype), Check 3(c)"
+_S7_KERNEL = "spec §7: explicit ('kernel-selection backends'), Check 3(c)"
+_S7_KERNEL_ANALOGY = "spec §7: kernel selection, by analogy to the explicit backends"
+_S7_INDEXER = (
+    "spec §7: precedent InferenceX #2120 rejected 2026-07-23 (indexer K cache precision) "
+    "until recipes #682; #2470 (minimax_m3_msa_decode_backend); every attention_config.* is "
+    "kernel or precision selection"
+)
+_S7_SPEC_METHOD = (
+    "spec §7: precedent InferenceX #2337 rejected 2026-07-28 (draft model contradicted the "
+    "recipe) until recipes #702"
+)
+_S7_SPEC_TOKENS = (
+    "default major although spec §7 cites InferenceX #2006 ('per-point num_speculative_tokens "
+    "... InferenceX-specific tuning'): the recipes #682 review flagged a prefill/decode "
+    "num_speculative_tokens asymmetry as a parity issue, and the MiniMax-M3 review treats a "
+    "P/D mismatch as value-mismatch (DESIGN.md verdict semantics)"
+)
+_S7_SPEC_DRAFTER = (
+    "spec §7: drafter kernel selection (analogy); recipes carry per-platform overrides"
+)
+_S7_BLOCK = "spec §7: correctness (MiniMax-M3 recipe base_args: mandatory for MSA)"
+_S7_LMO = "spec §7: verifier #1929 listed it among matched major args"
+_S7_NUMERICS = "spec §7: numerics env (recipe extra_env blackwell/nvfp4)"
+_S7_FORBIDDEN = (
+    "spec §7: FORBIDDEN in InferenceX (Check 8, model-config editing); major so it is never ignored"
+)
+_S7_MODEL = "spec §7: explicit (model / checkpoint)"
+_S7_DTYPE = "spec §7 catch-all: changes the served model's numerics (analogy to --quantization)"
+_S7_TUNING = "spec §7: InferenceX-specific tuning (analogy to the explicit list)"
+_S7_TUNING_EXPLICIT = "spec §7: InferenceX-specific, explicit"
+_S7_AR_BACKEND = (
+    "spec §7: precedent #2006 ('pins the single-node choice of vLLM's auto default'), informational"
+)
+_S7_HARNESS = "spec §7: harness/plumbing (analogy)"
+_S7_HARNESS_EXPLICIT = "spec §7: explicit ('ports, result filenames'), harness"
+_S7_BENCH = (
+    "spec §7 Check 11: synthetic rejection sampling is benchmark methodology (required for "
+    "agentic, forbidden for fixed-seq-len), not a serving choice"
+)
+_S7_FUNCTIONAL = "spec §7: functional, perf-neutral (recipe features)"
+_RECIPES_S3 = (
+    "recipes-builder-spec §3.3: emitted per node by the parallelism emitter (placement plumbing)"
+)
+_RECIPES_S4 = (
+    "recipes-builder-spec §4 step 6: env the builder emits per PD pool / multi-node rendezvous "
+    "(placement plumbing, like NCCL_SOCKET_IFNAME)"
+)
+
+
+def _rules(table: Iterable[tuple[str, FlagClass, str]]) -> tuple[PolicyRule, ...]:
+    return tuple(PolicyRule(pattern=p, flag_class=c, basis=b) for p, c, b in table)
+
+
+#: The default policy. Order does not matter (specificity decides).
+DEFAULT_RULES: tuple[PolicyRule, ...] = _rules(
+    [
+        # --- major: what is served ------------------------------------------------
+        ("model", MAJOR, _S7_MODEL),
+        ("tokenizer", MAJOR, _S7_MODEL),
+        ("revision", MAJOR, _S7_MODEL),
+        ("tensor_parallel_size", MAJOR, _S7_PARALLEL),
+        ("data_parallel_size", MAJOR, _S7_PARALLEL),
+        ("pipeline_parallel_size", MAJOR, _S7_PARALLEL),
+        ("decode_context_parallel_size", MAJOR, _S7_PARALLEL),
+        ("prefill_context_parallel_size", MAJOR, _S7_PARALLEL),
+        ("enable_expert_parallel", MAJOR, _S7_PARALLEL),
+        ("enable_dp_attention", MAJOR, _S7_PARALLEL),
+        ("enable_dp_lm_head", MAJOR, _S7_PARALLEL),
+        ("enable_eplb", MAJOR, _S7_PARALLEL),
+        ("mm_encoder_tp_mode", MAJOR, _S7_PARALLEL + " (encoder parallelism)"),
+        ("quantization", MAJOR, _S7_QUANT),
+        ("kv_cache_dtype", MAJOR, _S7_QUANT),
+        ("dtype", MAJOR, _S7_DTYPE),
+        ("attention_backend", MAJOR, _S7_KERNEL),
+        ("attention_config.*", MAJOR, _S7_INDEXER),
+        ("attention_config.backend", MAJOR, _S7_KERNEL),
+        ("attention_config.use_trtllm_attention", MAJOR, _S7_KERNEL),
+        ("moe_backend", MAJOR, _S7_KERNEL),
+        ("moe_runner_backend", MAJOR, _S7_KERNEL),
+        ("linear_backend", MAJOR, _S7_KERNEL),
+        ("all2all_backend", MAJOR, _S7_KERNEL),
+        ("enable_flashinfer_allreduce_fusion", MAJOR, _S7_KERNEL),
+        ("mm_encoder_attn_backend", MAJOR, _S7_KERNEL_ANALOGY),
+        ("speculative_config.method", MAJOR, _S7_SPEC_METHOD),
+        ("speculative_config.model", MAJOR, _S7_SPEC_METHOD),
+        ("speculative_config.num_speculative_tokens", MAJOR, _S7_SPEC_TOKENS),
+        ("speculative_config.attention_backend", MAJOR, _S7_SPEC_DRAFTER),
+        ("speculative_config.draft_tensor_parallel_size", MAJOR, _S7_PARALLEL + " (drafter)"),
+        ("block_size", MAJOR, _S7_BLOCK),
+        ("language_model_only", MAJOR, _S7_LMO),
+        ("hf_overrides", MAJOR, _S7_FORBIDDEN),
+        ("hf_overrides.*", MAJOR, _S7_FORBIDDEN),
+        ("json_model_override_args", MAJOR, _S7_FORBIDDEN),
+        ("env:VLLM_FLOAT32_MATMUL_PRECISION", MAJOR, _S7_NUMERICS),
+        ("env:VLLM_MINIMAX_M3_MSA_DECODE_BACKEND", MAJOR, _S7_INDEXER),
+        ("env:VLLM_USE_FLASHINFER_MOE_*", MAJOR, _S7_KERNEL_ANALOGY + " (MoE kernels)"),
+        ("env:VLLM_FLASHINFER_MOE_BACKEND", MAJOR, _S7_KERNEL_ANALOGY + " (MoE kernels)"),
+        (
+            "env:VLLM_ATTENTION_BACKEND",
+            MAJOR,
+            _S7_KERNEL + " (env spelling of --attention-backend)",
+        ),
+        (
+            "env:VLLM_USE_TRTLLM_ATTENTION",
+            MAJOR,
+            _S7_KERNEL + " (env spelling of use_trtllm_attention)",
+        ),
+        ("env:VLLM_USE_DEEP_GEMM", MAJOR, _S7_KERNEL_ANALOGY),
+        ("env:VLLM_USE_TRTLLM_RAGGED_DEEPSEEK_PREFILL", MAJOR, _S7_KERNEL_ANALOGY),
+        (
+            "env:VLLM_ROCM_USE_AITER*",
+            MAJOR,
+            _S7_KERNEL_ANALOGY + " (AITER kernels, MiniMax-M3 AMD env)",
+        ),
+        ("env:TORCH_BLAS_PREFER_HIPBLASLT", MAJOR, _S7_KERNEL_ANALOGY + " (GEMM library)"),
+        ("env:VLLM_ROCM_QUICK_REDUCE_QUANTIZATION", MAJOR, _S7_NUMERICS + "; quantised all-reduce"),
+        # --- tuning: InferenceX per-point tuning ----------------------------------
+        ("max_num_seqs", TUNING, _S7_TUNING),
+        ("max_num_batched_tokens", TUNING, _S7_TUNING),
+        ("max_model_len", TUNING, _S7_TUNING + " (=ISL+OSL+256)"),
+        ("max_cudagraph_capture_size", TUNING, _S7_TUNING),
+        ("cuda_graph_sizes", TUNING, _S7_TUNING + " (older spelling of capture sizes)"),
+        ("gpu_memory_utilization", TUNING, _S7_TUNING),
+        ("stream_interval", TUNING, _S7_TUNING),
+        ("enable_prefix_caching", TUNING, _S7_TUNING),
+        ("enable_chunked_prefill", TUNING, _S7_TUNING),
+        ("enforce_eager", TUNING, _S7_TUNING),
+        ("compilation_config", TUNING, _S7_TUNING + " (cudagraph mode)"),
+        ("compilation_config.*", TUNING, _S7_TUNING + " (cudagraph mode)"),
+        ("enable_flashinfer_autotune", TUNING, _S7_TUNING),
+        ("async_scheduling", TUNING, _S7_TUNING),
+        ("enable_dbo", TUNING, _S7_TUNING),
+        ("dbo_*_threshold", TUNING, _S7_TUNING + " (DBO thresholds)"),
+        ("enable_cumem_allocator", TUNING, _S7_TUNING + " (memory allocator)"),
+        ("mm_processor_cache_type", TUNING, _S7_TUNING + " (multimodal cache)"),
+        ("long_prefill_token_threshold", TUNING, _S7_TUNING),
+        ("max_num_partial_prefills", TUNING, _S7_TUNING),
+        ("scheduler_recv_interval", TUNING, _S7_TUNING_EXPLICIT),
+        ("chunked_prefill_size", TUNING, _S7_TUNING_EXPLICIT),
+        ("disable_piecewise_cuda_graph", TUNING, _S7_TUNING_EXPLICIT),
+        ("env:SGLANG_RADIX_FORCE_MISS", TUNING, _S7_TUNING_EXPLICIT),
+        ("kernel_config.enable_flashinfer_autotune", TUNING, _S7_TUNING + " (autotune)"),
+        ("mm_processor_cache_gb", TUNING, _S7_TUNING + " (multimodal cache)"),
+        ("disable_custom_all_reduce", TUNING, _S7_TUNING + " (communication)"),
+        ("env:VLLM_USE_BREAKABLE_CUDAGRAPH", TUNING, _S7_TUNING + " (cudagraph mode)"),
+        ("env:GPU_MAX_HW_QUEUES", TUNING, _S7_TUNING + " (HIP queues)"),
+        ("env:VLLM_FLASHINFER_ALLREDUCE_BACKEND", TUNING, _S7_AR_BACKEND),
+        ("env:VLLM_USE_NCCL_SYMM_MEM", TUNING, _S7_TUNING + " (communication)"),
+        ("env:VLLM_ALLREDUCE_USE_SYMM_MEM", TUNING, _S7_TUNING + " (communication)"),
+        ("env:VLLM_MOE_DP_CHUNK_SIZE", TUNING, _S7_TUNING),
+        ("env:VLLM_SHARED_EXPERTS_STREAM_TOKEN_THRESHOLD", TUNING, _S7_TUNING),
+        # --- harness: plumbing ----------------------------------------------------
+        ("host", HARNESS, _S7_HARNESS_EXPLICIT),
+        ("port", HARNESS, _S7_HARNESS_EXPLICIT),
+        ("served_model_name", HARNESS, _S7_HARNESS),
+        ("kv_transfer_config", HARNESS, _S7_HARNESS),
+        ("kv_transfer_config.*", HARNESS, _S7_HARNESS),
+        ("kv_events_config.*", HARNESS, _S7_HARNESS),
+        ("data_parallel_rpc_port", HARNESS, _S7_HARNESS),
+        ("data_parallel_hybrid_lb", HARNESS, _S7_HARNESS),
+        ("data_parallel_external_lb", HARNESS, _S7_HARNESS),
+        ("data_parallel_address", HARNESS, _RECIPES_S3),
+        ("data_parallel_start_rank", HARNESS, _RECIPES_S3),
+        ("data_parallel_size_local", HARNESS, _RECIPES_S3),
+        ("data_parallel_rank", HARNESS, _RECIPES_S3),
+        ("data_parallel_backend", HARNESS, _S7_HARNESS + " (process launcher)"),
+        ("nnodes", HARNESS, _RECIPES_S3),
+        ("node_rank", HARNESS, _RECIPES_S3),
+        ("master_addr", HARNESS, _RECIPES_S3),
+        ("master_port", HARNESS, _RECIPES_S3),
+        ("headless", HARNESS, _RECIPES_S3),
+        ("kv_cache_metrics", HARNESS, _S7_HARNESS + " (metrics)"),
+        ("disable_log_requests", HARNESS, _S7_HARNESS + " (logging)"),
+        ("disable_log_stats", HARNESS, _S7_HARNESS + " (logging)"),
+        ("enable_log_requests", HARNESS, _S7_HARNESS + " (logging)"),
+        ("uvicorn_log_level", HARNESS, _S7_HARNESS + " (logging)"),
+        ("download_dir", HARNESS, _S7_HARNESS),
+        ("api_key", HARNESS, _S7_HARNESS),
+        ("speculative_config.rejection_sample_method", HARNESS, _S7_BENCH),
+        ("speculative_config.synthetic_acceptance_length", HARNESS, _S7_BENCH),
+        ("env:NCCL_*", HARNESS, _S7_HARNESS + " (NCCL_*)"),
+        ("env:GLOO_SOCKET_IFNAME", HARNESS, _RECIPES_S4),
+        ("env:CUDA_VISIBLE_DEVICES", HARNESS, _RECIPES_S4),
+        ("env:TORCH_NCCL_*", HARNESS, _S7_HARNESS + " (NCCL_*)"),
+        ("env:UCX_*", HARNESS, _S7_HARNESS + " (UCX_*)"),
+        ("env:NIXL_*", HARNESS, _S7_HARNESS + " (NIXL)"),
+        ("env:VLLM_NIXL_*", HARNESS, _S7_HARNESS + " (VLLM_NIXL_*)"),
+        ("env:VLLM_MOONCAKE_*", HARNESS, _S7_HARNESS + " (KV transfer, like VLLM_NIXL_*)"),
+        ("env:NVSHMEM_*", HARNESS, _S7_HARNESS + " (transport, like UCX_*)"),
+        ("env:NVIDIA_GDRCOPY", HARNESS, _S7_HARNESS + " (transport, like UCX_*)"),
+        ("env:DYN_*", HARNESS, _S7_HARNESS + " (Dynamo frontend)"),
+        ("env:VLLM_ENGINE_READY_TIMEOUT_S", HARNESS, _S7_HARNESS),
+        ("env:VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS", HARNESS, _S7_HARNESS + " (timeout)"),
+        ("env:VLLM_LOG_STATS_INTERVAL", HARNESS, _S7_HARNESS + " (logging)"),
+        ("env:VLLM_SKIP_P2P_CHECK", HARNESS, _S7_HARNESS + " (start-up check)"),
+        ("env:VLLM_RANDOMIZE_DP_DUMMY_INPUTS", HARNESS, _S7_HARNESS + " (DP dummy batches)"),
+        ("env:HF_*", HARNESS, _S7_HARNESS + " (HF_HUB_OFFLINE)"),
+        ("env:HUGGINGFACE_*", HARNESS, _S7_HARNESS + " (HF cache)"),
+        ("env:TRANSFORMERS_CACHE", HARNESS, _S7_HARNESS + " (HF cache)"),
+        ("env:PYTHONUNBUFFERED", HARNESS, _S7_HARNESS),
+        ("env:PYTHONNOUSERSITE", HARNESS, _S7_HARNESS + " (Python start-up; #2511 launchers)"),
+        ("env:EVAL_FRAMEWORK", HARNESS, _S7_HARNESS + " (benchmark harness eval selector; #2511)"),
+        ("load_format", HARNESS, _S7_HARNESS + " (weight loading)"),
+        ("init_timeout", HARNESS, _S7_HARNESS + " (timeout)"),
+        ("distributed_executor_backend", HARNESS, _S7_HARNESS + " (process launcher)"),
+        ("enable_sleep_mode", HARNESS, _S7_HARNESS + " (server lifecycle)"),
+        # --- functional: behaviour, not performance -------------------------------
+        ("tool_call_parser", FUNCTIONAL, _S7_FUNCTIONAL),
+        ("reasoning_parser", FUNCTIONAL, _S7_FUNCTIONAL),
+        ("enable_auto_tool_choice", FUNCTIONAL, _S7_FUNCTIONAL),
+        ("trust_remote_code", FUNCTIONAL, _S7_FUNCTIONAL),
+        ("default_chat_template_kwargs", FUNCTIONAL, _S7_FUNCTIONAL),
+        ("default_chat_template_kwargs.*", FUNCTIONAL, _S7_FUNCTIONAL),
+        ("chat_template", FUNCTIONAL, _S7_FUNCTIONAL),
+        ("chat_template_content_format", FUNCTIONAL, _S7_FUNCTIONAL),
+        ("tool_parser_plugin", FUNCTIONAL, _S7_FUNCTIONAL),
+        ("limit_mm_per_prompt.*", FUNCTIONAL, _S7_FUNCTIONAL + " (multimodal limits)"),
+        ("tokenizer_mode", FUNCTIONAL, _S7_FUNCTIONAL + " (tokenizer front end)"),
+        ("tool_call_parser_plugin", FUNCTIONAL, _S7_FUNCTIONAL),
+        ("reasoning_parser_plugin", FUNCTIONAL, _S7_FUNCTIONAL),
+        ("reasoning_config.*", FUNCTIONAL, _S7_FUNCTIONAL + " (reasoning markers)"),
+        ("generation_config", FUNCTIONAL, _S7_FUNCTIONAL + " (default sampling parameters)"),
+        ("override_generation_config.*", FUNCTIONAL, _S7_FUNCTIONAL + " (sampling defaults)"),
+        ("logits_processors", FUNCTIONAL, _S7_FUNCTIONAL + " (sampling)"),
+        ("allowed_local_media_path", FUNCTIONAL, _S7_FUNCTIONAL + " (media access)"),
+        ("media_io_kwargs.*", FUNCTIONAL, _S7_FUNCTIONAL + " (media decoding)"),
+        ("dyn_tool_call_parser", FUNCTIONAL, _S7_FUNCTIONAL + " (Dynamo spelling)"),
+        ("dyn_reasoning_parser", FUNCTIONAL, _S7_FUNCTIONAL + " (Dynamo spelling)"),
+        ("dyn_default_thinking_mode", FUNCTIONAL, _S7_FUNCTIONAL + " (Dynamo chat template)"),
+    ]
+)
+
+
+class _Layer:
+    """One layer of rules, indexed: exact keys in a dict, globs compiled, most specific first."""
+
+    __slots__ = ("exact", "globs", "rules")
+
+    def __init__(self, rules: Iterable[PolicyRule]) -> None:
+        self.rules = _by_specificity(rules)
+        self.exact = {r.pattern: r for r in reversed(self.rules) if not r.is_glob}
+        self.globs = [
+            (re.compile(fnmatch.translate(r.pattern)), r) for r in self.rules if r.is_glob
+        ]
+
+    def find(self, key: str) -> PolicyRule | None:
+        rule = self.exact.get(key)
+        if rule is not None:
+            return rule
+        return next((r for pattern, r in self.globs if pattern.match(key)), None)
+
+
+class Policy:
+    """Classifies canonical flag keys; memoised per key (audits classify very often)."""
+
+    __slots__ = ("_classes", "_layers", "_rules", "origin")
+
+    def __init__(
+        self,
+        rules: Iterable[PolicyRule] = DEFAULT_RULES,
+        overrides: Iterable[PolicyRule] = (),
+        *,
+        origin: str = "default",
+    ) -> None:
+        self._layers = (_Layer(overrides), _Layer(rules))
+        self._rules: dict[str, PolicyRule | None] = {}
+        self._classes: dict[str, FlagClass] = {}
+        self.origin = origin
+
+    @property
+    def overrides(self) -> tuple[PolicyRule, ...]:
+        return self._layers[0].rules
+
+    @property
+    def rules(self) -> tuple[PolicyRule, ...]:
+        return self._layers[1].rules
+
+    def rule_for(self, key: str) -> PolicyRule | None:
+        """The rule that decides ``key`` (``None``: no rule, so major by default)."""
+        if key in self._rules:
+            return self._rules[key]
+        found = self._layers[0].find(key) or self._layers[1].find(key)
+        self._rules[key] = found
+        return found
+
+    def classify(self, key: str) -> FlagClass:
+        cls = self._classes.get(key)
+        if cls is None:
+            rule = self.rule_for(key)
+            cls = MAJOR if rule is None else rule.flag_class
+            self._classes[key] = cls
+        return cls
+
+    def basis(self, key: str) -> str:
+        rule = self.rule_for(key)
+        if rule is None:
+            return UNKNOWN_BASIS
+        if rule.origin != "default":
+            return f"{rule.origin}: {rule.basis}"
+        return rule.basis
+
+    def major(self, flags: FlagSet) -> FlagSet:
+        """The flags that need evidence."""
+        return FlagSet({k: v for k, v in flags.items() if self.classify(k) is MAJOR})
+
+    def by_class(self, flags: FlagSet) -> dict[FlagClass, FlagSet]:
+        """Split a FlagSet by class (every class present, possibly empty)."""
+        split: dict[FlagClass, dict[str, str]] = {cls: {} for cls in FlagClass}
+        for key, value in flags.items():
+            split[self.classify(key)][key] = value
+        return {cls: FlagSet(items) for cls, items in split.items()}
+
+
+def _by_specificity(rules: Iterable[PolicyRule]) -> tuple[PolicyRule, ...]:
+    return tuple(sorted(rules, key=lambda r: r.specificity, reverse=True))
+
+
+@functools.cache
+def default_policy() -> Policy:
+    """The built-in policy (one shared, memoised instance)."""
+    return Policy()
+
+
+# ---------------------------------------------------------------------------
+# Overrides from the audited repository
+# ---------------------------------------------------------------------------
+
+_PATTERN_HEAD = re.compile(r"[a-z0-9_*?\[\]!]+")
+_ENV_PATTERN = re.compile(r"env:[A-Za-z0-9_*?\[\]!]+")
+
+
+def _canonical_pattern(raw: str) -> str | None:
+    """Canonical spelling of a user pattern, or ``None`` if it cannot be a key pattern."""
+    if raw.startswith("env:"):
+        return raw if _ENV_PATTERN.fullmatch(raw) else None
+    head, dot, rest = raw.removeprefix("--").partition(".")
+    head = head.replace("-", "_")
+    if not _PATTERN_HEAD.fullmatch(head):
+        return None
+    if dot and (not rest or any(not part for part in rest.split("."))):
+        return None
+    return head + dot + rest
+
+
+def parse_policy_table(table: object, *, path: str, table_name: str) -> tuple[PolicyRule, ...]:
+    """Validate a ``pattern = "class"`` table into rules; errors name the key."""
+    if not isinstance(table, Mapping):
+        raise InputError(
+            f'[{table_name}] must be a table of "flag key" = "class"',
+            path=path,
+            key_path=table_name,
+        )
+    allowed = ", ".join(cls.value for cls in FlagClass)
+    rules: list[PolicyRule] = []
+    seen: dict[str, str] = {}
+    for raw_key, raw_value in table.items():
+        key_path = f"{table_name}.{raw_key}"
+        pattern = _canonical_pattern(str(raw_key))
+        if pattern is None:
+            raise InputError(
+                f"{raw_key!r} is not a flag key or pattern",
+                path=path,
+                key_path=key_path,
+                hint="use canonical keys such as stream_interval, attention_config.backend, "
+                "env:NCCL_* (globs * ? [] allowed)",
+            )
+        if pattern in seen:
+            raise InputError(
+                f"{raw_key!r} and {seen[pattern]!r} name the same key {pattern!r}",
+                path=path,
+                key_path=key_path,
+            )
+        seen[pattern] = str(raw_key)
+        if not isinstance(raw_value, str) or raw_value not in {c.value for c in FlagClass}:
+            raise InputError(
+                f"class of {raw_key!r} must be one of {allowed}, not {raw_value!r}",
+                path=path,
+                key_path=key_path,
+            )
+        rules.append(
+            PolicyRule(
+                pattern=pattern,
+                flag_class=FlagClass(raw_value),
+                basis=f"override in {Path(path).name} [{table_name}]",
+                origin=Path(path).name,
+            )
+        )
+    return tuple(rules)
+
+
+def _read_toml(path: Path) -> dict[str, object]:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=path) from None
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", path=path) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML: {exc}", path=path) from None
+
+
+def load_policy(repo_dir: Path | None) -> Policy:
+    """The default policy plus the overrides of the repository at ``repo_dir``.
+
+    Reads ``provenance.toml`` (``[policy]``) and ``pyproject.toml``
+    (``[tool.provenance.policy]``); a repository may use one of them, not both.
+    ``None`` or a repository with neither gives the default policy.
+    """
+    if repo_dir is None:
+        return default_policy()
+    found: list[tuple[Path, str, object]] = []
+    own = repo_dir / "provenance.toml"
+    if own.is_file():
+        data = _read_toml(own)
+        if "policy" in data:
+            found.append((own, "policy", data["policy"]))
+    pyproject = repo_dir / "pyproject.toml"
+    if pyproject.is_file():
+        data = _read_toml(pyproject)
+        tool = data.get("tool")
+        section = tool.get("provenance") if isinstance(tool, dict) else None
+        if isinstance(section, dict) and "policy" in section:
+            found.append((pyproject, "tool.provenance.policy", section["policy"]))
+    if not found:
+        return default_policy()
+    if len(found) > 1:
+        raise InputError(
+            "the policy is defined twice: in provenance.toml [policy] and in "
+            "pyproject.toml [tool.provenance.policy]",
+            path=found[1][0],
+            key_path=found[1][1],
+            hint="keep one of them",
+        )
+    path, table_name, table = found[0]
+    overrides = parse_policy_table(table, path=str(path), table_name=table_name)
+    return Policy(DEFAULT_RULES, overrides, origin=str(path))

@@ -1,0 +1,1 @@
+"""Load a recipes root and its model recipes (schema, YAML 1.2 agreement)."""

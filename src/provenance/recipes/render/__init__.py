@@ -1,0 +1,1 @@
+"""Render a selection to argv and env, as the recipes builder does."""

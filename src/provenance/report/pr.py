@@ -1,0 +1,49 @@
+"""Write a PR audit in the requested format and decide its exit code.
+
+``json``, ``markdown`` and ``text`` describe the diff (changes, flag lens, gate);
+``sarif`` is the head audit's SARIF (code scanning annotates the recipe lines);
+``html`` is the head audit's page with the changed cells highlighted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TextIO
+
+from provenance.errors import EXIT_GATE, EXIT_OK
+from provenance.report.diff import write_json, write_markdown, write_text
+from provenance.review.pr_audit import PrAuditResult
+
+
+def write_pr_audit(result: PrAuditResult, fmt: str, out: TextIO) -> None:
+    diff = result.diff
+    if fmt == "json":
+        write_json(diff, out)
+    elif fmt == "markdown":
+        write_markdown(diff, out)
+    elif fmt == "text":
+        write_text(diff, out)
+    elif fmt == "sarif":
+        from provenance.report.sarif import write as write_sarif
+
+        if result.head_report is not None:
+            write_sarif(result.head_report, out)
+        else:
+            out.write('{"version": "2.1.0", "runs": []}\n')
+    elif fmt == "html":
+        from provenance.report.html import HtmlDiff, render_html, sweeps_from_ledger
+
+        report = result.head_report or result.base_report
+        if report is None:
+            out.write("<!doctype html><title>provenance</title><p>No recipe changed.</p>\n")
+            return
+        sweeps = None
+        if report.ledger and Path(report.ledger).is_dir():
+            sweeps = sweeps_from_ledger(Path(report.ledger))
+        out.write(render_html(report, diff=HtmlDiff.from_review(diff), sweeps=sweeps))
+    else:  # the CLI's choice list makes this unreachable
+        raise ValueError(fmt)
+
+
+def gate_exit_code(result: PrAuditResult) -> int:
+    return EXIT_OK if result.diff.gate.passed else EXIT_GATE

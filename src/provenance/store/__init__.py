@@ -1,0 +1,1 @@
+"""The store: ledger, evidence store, atomic writes, the writer lock, verify, local caches."""
