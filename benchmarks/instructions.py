@@ -1,4 +1,4 @@
-"""Instructions executed by one ``validator.audit`` of a recipe, counted by callgrind.
+"""Instructions executed by one ``pipeline.audit`` of a recipe, counted by callgrind.
 
 python benchmarks/instructions.py [--recipes-root DIR] [--ledger DIR] [--evidence DIR]
     [RECIPE]
@@ -28,14 +28,15 @@ _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 def _child(args: argparse.Namespace) -> None:
     """Load everything, then audit only when asked to; leave without tearing down."""
+    from provenance.audit.normaliser import PolicyNormaliser
     from provenance.audit.pipeline import (
         AuditFilters,
         AuditInputs,
+        audit,
         default_inputs,
         load_graph,
         recipe_inputs,
     )
-    from provenance.audit.validator import PolicyNormaliser, audit
 
     inputs = AuditInputs(
         recipes=(args.recipe,),

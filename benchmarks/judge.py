@@ -33,11 +33,13 @@ def main() -> None:
     parser.add_argument("--reference", action="store_true")
     args = parser.parse_args()
 
-    from provenance.audit import reverse, validator
-    from provenance.audit.judge import CombinationKey, Judge, Outcome
+    from provenance.audit import pipeline, reverse
+    from provenance.audit.judge import Judge, Outcome
+    from provenance.audit.keys import CombinationKey
+    from provenance.audit.normaliser import PolicyNormaliser
     from provenance.audit.pipeline import AuditFilters, ResolvedInputs, load_graph, recipe_inputs
 
-    normaliser = validator.PolicyNormaliser()
+    normaliser = PolicyNormaliser()
     graph, declarations = load_graph(REPO / "ledger", REPO / "evidence", normaliser)
     resolved = ResolvedInputs(
         recipes=tuple(args.recipes),
@@ -47,23 +49,23 @@ def main() -> None:
     )
     keys: dict[CombinationKey, None] = {}
     handed: list[tuple[Any, Any]] = []
-    judged, reversed_ = Judge.outcome, validator.reverse_entries
+    judged, reversed_ = Judge.outcome, pipeline.reverse_entries
 
     def outcome(judge: Judge, key: CombinationKey) -> Outcome:
         keys[key] = None
         return judged(judge, key)
 
-    def reverse_entries(auditor: Any, graph: Any, per_node: Any) -> Any:
-        handed.append((auditor, per_node))
-        return reversed_(auditor, graph, per_node)
+    def reverse_entries(tally: Any, graph: Any, per_node: Any) -> Any:
+        handed.append((tally, per_node))
+        return reversed_(tally, graph, per_node)
 
     Judge.outcome = outcome  # type: ignore[method-assign]
-    validator.reverse_entries = reverse_entries
+    pipeline.reverse_entries = reverse_entries
     try:
-        validator.audit(recipe_inputs(resolved, AuditFilters()), graph, normaliser, declarations)
+        pipeline.audit(recipe_inputs(resolved, AuditFilters()), graph, normaliser, declarations)
     finally:
         Judge.outcome = judged  # type: ignore[method-assign]
-        validator.reverse_entries = reversed_
+        pipeline.reverse_entries = reversed_
 
     classify = normaliser.classify
     ordered = list(keys)
@@ -94,7 +96,7 @@ def main() -> None:
     best = {name: float("inf") for name in runs}
     results: dict[str, Any] = {}
     gc.collect()
-    gc.disable()  # as in the audit (validator.gc_paused)
+    gc.disable()  # as in the audit (pipeline.gc_paused)
     for _ in range(args.repeat):
         for name, run in runs.items():
             start = time.process_time()

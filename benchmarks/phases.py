@@ -19,14 +19,15 @@ import json  # noqa: E402
 import os  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from provenance.audit.normaliser import PolicyNormaliser  # noqa: E402
 from provenance.audit.pipeline import (  # noqa: E402
     AuditFilters,
     AuditInputs,
+    audit,
     default_inputs,
     load_graph,
     recipe_inputs,
 )
-from provenance.audit.validator import PolicyNormaliser, audit  # noqa: E402
 from provenance.report.formats import write_report  # noqa: E402
 
 

@@ -3,10 +3,11 @@
 Every role's major flags are diffed in full (``FlagSet.diff``) against every in-scope
 candidate, the reasons scan the candidates flag by flag, and the nearest evidence
 sums full diff sizes over every common candidate: slow, but a direct reading of the
-rules in ``provenance.audit.judge``'s docstring. :class:`ReferenceJudge` reuses only
-what the indexes did not change (candidate lists, the any-kind index, the joint
-rules). :func:`reference_distinct` and :func:`reference_nearest` are the reverse
-direction's brute-force search for the nearest audited combination.
+rules in ``provenance.audit.judge``'s docstrings. It uses none of the judge's code:
+only the evidence index's queries (records in a scope, records of a checkpoint and
+hardware) and the report models. :func:`reference_distinct` and
+:func:`reference_nearest` are the reverse direction's brute-force search for the
+nearest audited combination.
 """
 
 from __future__ import annotations
@@ -16,16 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from provenance.audit.index import EvidenceIndex, IndexedRecord
-from provenance.audit.judge import (
-    ClassifyFn,
-    CombinationKey,
-    Judge,
-    Outcome,
-    _joint,
-    _prs,
-    _shape_ok,
-    _usable,
-)
+from provenance.audit.judge import ClassifyFn, Outcome
+from provenance.audit.keys import CombinationKey
 from provenance.audit.verdicts import (
     EvidenceRef,
     FlagProvenance,
@@ -35,10 +28,19 @@ from provenance.audit.verdicts import (
 )
 from provenance.model.flags import FlagSet, FlagSetDiff
 from provenance.model.reasons import ReasonCode, VerdictKind
-from provenance.model.scope import ROLE_ORDER, DeploymentKind, recipe_role_shape
+from provenance.model.scope import (
+    ROLE_ORDER,
+    DeploymentKind,
+    RoleShape,
+    Scope,
+    checkpoint_key,
+    recipe_role_shape,
+    record_role_shape,
+    shape_matches,
+)
 
 if TYPE_CHECKING:
-    from provenance.audit.validator import _Seen
+    from provenance.audit.tally import KeyTally
 
 _CODE_ORDER = {code: i for i, code in enumerate(ReasonCode)}
 
@@ -58,13 +60,20 @@ class ReferenceJudge:
     """``Judge.outcome`` by brute force."""
 
     def __init__(self, graph: EvidenceIndex, classify: ClassifyFn) -> None:
-        self.judge = Judge(graph, classify)
+        self.graph = graph
         self.classify = classify
+
+    @staticmethod
+    def scope_of(model_id: str, hardware: str, kind: DeploymentKind) -> Scope:
+        return Scope(checkpoint_key(model_id), hardware.lower(), kind)
+
+    def candidates(self, model_id: str, hardware: str, kind: DeploymentKind) -> list[IndexedRecord]:
+        return self.graph.in_scope(self.scope_of(model_id, hardware, kind), model_id)
 
     def role(
         self, model_id: str, hardware: str, kind: DeploymentKind, role: str, flags: FlagSet
     ) -> ReferenceRole:
-        in_scope = self.judge.candidates(model_id, hardware, kind)
+        in_scope = self.candidates(model_id, hardware, kind)
         candidates = tuple(r for r in in_scope if role in r.major)
         exact = tuple(r for r in candidates if r.major[role] == flags)
         provenance = tuple(
@@ -92,7 +101,6 @@ class ReferenceJudge:
         return ReferenceRole(role, flags, candidates, exact, provenance, tuple(reasons), diffs)
 
     def outcome(self, key: CombinationKey) -> Outcome:
-        judge = self.judge
         judgements = [
             self.role(key.model_id, key.hardware, key.kind, role, flags)
             for role, flagsets in key.roles
@@ -105,7 +113,7 @@ class ReferenceJudge:
             reasons.append(
                 Reason(code=ReasonCode.NO_EVIDENCE, detail="the combination renders no command")
             )
-        elif not judge.candidates(key.model_id, key.hardware, key.kind):
+        elif not self.candidates(key.model_id, key.hardware, key.kind):
             reasons.append(
                 Reason(
                     code=ReasonCode.NO_EVIDENCE,
@@ -116,12 +124,12 @@ class ReferenceJudge:
             for judgement in judgements:
                 reasons.extend(judgement.reasons)
             if all(j.exact for j in judgements):
-                reasons.extend(judge._joint_reasons(judgements, shape))  # type: ignore[arg-type]
+                reasons.extend(_joint_reasons(judgements, shape))
                 if not reasons:
                     evidence = tuple(
                         r.ref
-                        for r in _joint(judgements)  # type: ignore[arg-type]
-                        if _shape_ok(r, judgements, shape) and _usable(r)  # type: ignore[arg-type]
+                        for r in _joint(judgements)
+                        if _shape_ok(r, judgements, shape) and _usable(r)
                     )
         if not evidence:
             reasons.extend(self._other_kind_reasons(key, judgements))
@@ -140,7 +148,7 @@ class ReferenceJudge:
             reasons=tuple(ordered),
             nearest=() if evidence else _nearest_evidence(judgements),
             evidence=evidence,
-            scope=judge.scope_of(key.model_id, key.hardware, key.kind),
+            scope=self.scope_of(key.model_id, key.hardware, key.kind),
             role_flags=tuple((j.role, j.flags) for j in judgements),
         )
 
@@ -150,12 +158,13 @@ class ReferenceJudge:
         if not judgements:
             return []
         first = judgements[0]
+        scope = self.scope_of(key.model_id, key.hardware, key.kind)
         others = [
             r
-            for r in self.judge.any_kind(
-                key.model_id, key.hardware, key.kind, first.role, first.flags
-            )
-            if r.scope.kind != key.kind and all(r.major.get(j.role) == j.flags for j in judgements)
+            for r in self.graph.same_checkpoint_hardware(scope, key.model_id)
+            if r.major.get(first.role) == first.flags
+            and r.scope.kind != key.kind
+            and all(r.major.get(j.role) == j.flags for j in judgements)
         ]
         if not others:
             return []
@@ -168,6 +177,78 @@ class ReferenceJudge:
                 detail="the flags match an evidence point of another deployment kind",
             )
         ]
+
+
+def _prs(records: Sequence[IndexedRecord]) -> tuple[str, ...]:
+    """Every PR behind ``records``, once, by repository then number."""
+    prs = {pr for record in records for pr in record.prs}
+
+    def order(pr: str) -> tuple[str, int, str]:
+        repo, _, number = pr.partition("#")
+        return (repo, int(number) if number.isdigit() else 0, pr)
+
+    return tuple(sorted(prs, key=order))
+
+
+def _joint(judgements: Sequence[ReferenceRole]) -> list[IndexedRecord]:
+    """The records every role matches exactly, in the first role's order."""
+    return [
+        r for r in judgements[0].exact if all(r.id in {o.id for o in j.exact} for j in judgements)
+    ]
+
+
+def _shape_ok(record: IndexedRecord, judgements: Sequence[ReferenceRole], shape: RoleShape) -> bool:
+    return all(
+        shape_matches(shape, record_role_shape(record.record.topology, j.role)) for j in judgements
+    )
+
+
+def _usable(record: IndexedRecord) -> bool:
+    return record.validated and not record.record.is_partial
+
+
+def _joint_reasons(judgements: Sequence[ReferenceRole], shape: RoleShape) -> list[Reason]:
+    """Why roles that each match exactly are not one recommended deployment (if they are not)."""
+    joint = _joint(judgements)
+    if not joint:
+        by_role = "; ".join(
+            f"{j.role} by {', '.join(sorted({r.config_key for r in j.exact}))}" for j in judgements
+        )
+        return [
+            Reason(
+                code=ReasonCode.NEVER_JOINTLY_OBSERVED,
+                sources=_prs([r for j in judgements for r in j.exact]),
+                detail="each role matches an evidence point exactly, but no single "
+                f"deployment has them together: {by_role}",
+            )
+        ]
+    shaped = [r for r in joint if _shape_ok(r, judgements, shape)]
+    if not shaped:
+        first = joint[0]
+        reasons = []
+        for j in judgements:
+            evidence_shape = record_role_shape(first.record.topology, j.role)
+            if not shape_matches(shape, evidence_shape):
+                reasons.append(
+                    Reason(
+                        code=ReasonCode.TOPOLOGY_MISMATCH,
+                        role=j.role,
+                        recipe_value=shape.describe(),
+                        evidence_value=evidence_shape.describe(),
+                        sources=_prs(joint),
+                        detail="the flags match exactly but the deployment shape differs",
+                    )
+                )
+        return reasons
+    if any(_usable(r) for r in shaped):
+        return []
+    partial = [r for r in shaped if r.record.is_partial]
+    if partial and all(r.validated for r in shaped):
+        names = ", ".join(m.construct_name for r in partial for m in r.record.partial)
+        detail = f"exact match, but its extraction is partial ({names})"
+    else:
+        detail = "exact match, but no green sweep run is recorded for its PR"
+    return [Reason(code=ReasonCode.EVIDENCE_NOT_VALIDATED, sources=_prs(shaped), detail=detail)]
 
 
 def _flag_reasons(
@@ -271,15 +352,15 @@ def _nearest_evidence(judgements: Sequence[ReferenceRole]) -> tuple[NearestEvide
 
 
 def reference_distinct(
-    candidates: Sequence[tuple[CombinationKey, _Seen]],
-) -> list[tuple[dict[str, FlagSet], _Seen]]:
+    candidates: Sequence[tuple[CombinationKey, KeyTally]],
+) -> list[tuple[dict[str, FlagSet], KeyTally]]:
     """Every audited combination, none skipped (stands in for ``distinct_combinations``)."""
     return [({role: flagsets[0] for role, flagsets in key.roles}, seen) for key, seen in candidates]
 
 
 def reference_nearest(
-    roles: Sequence[tuple[str, FlagSet]], compared: Sequence[tuple[dict[str, FlagSet], _Seen]]
-) -> tuple[int, str, _Seen]:
+    roles: Sequence[tuple[str, FlagSet]], compared: Sequence[tuple[dict[str, FlagSet], KeyTally]]
+) -> tuple[int, str, KeyTally]:
     """The first combination at the smallest full-diff distance (``nearest_combination``)."""
     scored = [(_describe(roles, recipe), seen) for recipe, seen in compared]
     (distance, text), seen = min(scored, key=lambda item: item[0][0])

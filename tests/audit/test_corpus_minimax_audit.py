@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from provenance.audit.index import EvidenceIndex
-from provenance.audit.pipeline import AuditFilters, ResolvedInputs, recipe_inputs
-from provenance.audit.validator import PolicyNormaliser, audit
+from provenance.audit.normaliser import PolicyNormaliser
+from provenance.audit.pipeline import AuditFilters, ResolvedInputs, audit, recipe_inputs
 from provenance.audit.verdicts import AuditReport, VerdictEntry
 from provenance.model.ledger import SweepRun
 from provenance.model.reasons import ReasonCode

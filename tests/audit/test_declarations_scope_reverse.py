@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from provenance.audit.declarations import DeclarationMatcher
+from provenance.audit.normaliser import PolicyNormaliser
+from provenance.audit.pipeline import RecipeInput, audit
 from provenance.audit.reverse import expressibility_problems, pool_mode
-from provenance.audit.validator import PolicyNormaliser, RecipeInput, audit
 from provenance.errors import ProvenanceError
 from provenance.model.combination import Selection
 from provenance.model.ledger import Declaration, Declarations, SelectionPattern

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from provenance.audit.index import EvidenceIndex
-from provenance.audit.pipeline import load_graph
-from provenance.audit.validator import CellSource, PolicyNormaliser, RecipeInput, audit
+from provenance.audit.normaliser import PolicyNormaliser
+from provenance.audit.pipeline import CellSource, RecipeInput, audit, load_graph
 from provenance.audit.verdicts import RECORD_INDEX, AuditReport, SelectionSet, VerdictEntry
 from provenance.model.ledger import Declaration, Declarations, SelectionPattern
 from provenance.recipes.enumerate.selections import EnumerationOptions, enumerate_selections
@@ -255,18 +255,16 @@ def test_all_recipes_star_pairing() -> None:
 
 def test_reduction_keeps_feature_args_whose_boundaries_could_move(edge_root: Path) -> None:
     from provenance.audit.declarations import DeclarationMatcher
-    from provenance.audit.factored import CellAuditor
     from provenance.audit.judge import Judge
-    from provenance.audit.validator import RecipeAuditor
+    from provenance.audit.tally import Tally
+    from provenance.audit.walks.cells import CellWalk
     from provenance.recipes.render.synthesis import parse_units
 
     root = load_recipes_root(edge_root)
     normaliser = PolicyNormaliser()
     graph = EvidenceIndex.build([], [], normaliser.major)
-    auditor = RecipeAuditor(
-        "Toy/Edge", Judge(graph, normaliser.classify), normaliser, DeclarationMatcher([])
-    )
-    cells = CellAuditor(auditor, load_recipe(root, "Toy/Edge"), root)
+    tally = Tally("Toy/Edge", Judge(graph, normaliser.classify), DeclarationMatcher([]))
+    cells = CellWalk(tally, normaliser, load_recipe(root, "Toy/Edge"), root)
 
     def reduce(tokens: list[str], names: frozenset[str] = frozenset()) -> tuple[str, ...]:
         return cells._reduce(tokens, parse_units(tokens), names)
@@ -294,8 +292,8 @@ def test_reduction_keeps_feature_args_whose_boundaries_could_move(edge_root: Pat
 def test_keep_holds_the_last_recipes_auditor_and_changes_nothing(edge_root: Path) -> None:
     """``keep`` (the console script's keep-until-exit list) gets the last recipe's auditor
     and cell auditor, only that one, and the report is the same as without it."""
-    from provenance.audit.factored import CellAuditor
-    from provenance.audit.validator import RecipeAuditor
+    from provenance.audit.tally import Tally
+    from provenance.audit.walks.cells import CellWalk
 
     root = load_recipes_root(edge_root)
     recipes = [load_recipe(root, "Toy/Toy-1"), load_recipe(root, "Toy/Edge")]
@@ -313,7 +311,7 @@ def test_keep_holds_the_last_recipes_auditor_and_changes_nothing(edge_root: Path
     kept = audit(inputs(), graph, PolicyNormaliser(), keep=keep)
     assert kept.model_dump() == plain.model_dump()
     assert len(keep) == 1
-    auditor, cells = keep[0]  # type: ignore[misc]
-    assert isinstance(auditor, RecipeAuditor) and isinstance(cells, CellAuditor)
-    assert auditor.recipe == "Toy/Edge" and cells.auditor is auditor
-    assert auditor.count == sum(e.combinations for e in kept.verdicts if e.recipe == "Toy/Edge")
+    tally, cells = keep[0]  # type: ignore[misc]
+    assert isinstance(tally, Tally) and isinstance(cells, CellWalk)
+    assert tally.recipe == "Toy/Edge" and cells.tally is tally
+    assert tally.count == sum(e.combinations for e in kept.verdicts if e.recipe == "Toy/Edge")

@@ -23,9 +23,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from judge_reference import ReferenceJudge, reference_distinct, reference_nearest
 
-from provenance.audit import reverse, validator
+from provenance.audit import pipeline, reverse
 from provenance.audit.index import EvidenceIndex
-from provenance.audit.judge import CombinationKey, Judge, Outcome
+from provenance.audit.judge import Judge, Outcome
+from provenance.audit.keys import CombinationKey
+from provenance.audit.normaliser import PolicyNormaliser
 from provenance.audit.pipeline import AuditFilters, ResolvedInputs, load_graph, recipe_inputs
 from provenance.audit.verdicts import ReverseEntry
 from provenance.model.flags import FlagSet
@@ -162,7 +164,7 @@ def test_nearest_combination_matches_reference(
 
 @dataclass
 class Captured:
-    """What the validator handed to the judge and to the reverse direction."""
+    """What the audit handed to the judge and to the reverse direction."""
 
     keys: list[CombinationKey] = field(default_factory=list)
     reverse: list[tuple[Any, EvidenceIndex, Any, list[ReverseEntry]]] = field(default_factory=list)
@@ -170,7 +172,7 @@ class Captured:
 
 @pytest.fixture(scope="module")
 def minimax() -> Iterator[tuple[EvidenceIndex, Any, Captured]]:
-    normaliser = validator.PolicyNormaliser()
+    normaliser = PolicyNormaliser()
     graph, declarations = load_graph(REPO_ROOT / "ledger", REPO_ROOT / "evidence", normaliser)
     resolved = ResolvedInputs(
         recipes=("MiniMaxAI/MiniMax-M3",),
@@ -180,21 +182,21 @@ def minimax() -> Iterator[tuple[EvidenceIndex, Any, Captured]]:
     )
     captured = Captured()
     judged = Judge.outcome
-    reversed_ = validator.reverse_entries
+    reversed_ = pipeline.reverse_entries
 
     def outcome(judge: Judge, key: CombinationKey) -> Outcome:
         captured.keys.append(key)
         return judged(judge, key)
 
-    def reverse_entries(auditor: Any, graph: EvidenceIndex, per_node: Any) -> list[ReverseEntry]:
-        found = reversed_(auditor, graph, per_node)
-        captured.reverse.append((auditor, graph, per_node, found))
+    def reverse_entries(tally: Any, graph: EvidenceIndex, per_node: Any) -> list[ReverseEntry]:
+        found = reversed_(tally, graph, per_node)
+        captured.reverse.append((tally, graph, per_node, found))
         return found
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Judge, "outcome", outcome)
-        patch.setattr(validator, "reverse_entries", reverse_entries)
-        validator.audit(recipe_inputs(resolved, AuditFilters()), graph, normaliser, declarations)
+        patch.setattr(pipeline, "reverse_entries", reverse_entries)
+        pipeline.audit(recipe_inputs(resolved, AuditFilters()), graph, normaliser, declarations)
     yield graph, normaliser.classify, captured
 
 
@@ -225,11 +227,11 @@ def test_reverse_matches_reference_on_minimax(
 ) -> None:
     _, _, captured = minimax
     assert captured.reverse
-    for auditor, graph, per_node, found in captured.reverse:
+    for tally, graph, per_node, found in captured.reverse:
         statuses = {e.status for e in found}
         assert "not-reproduced" in statuses
         with monkeypatch.context() as patch:
             patch.setattr(reverse, "distinct_combinations", reference_distinct)
             patch.setattr(reverse, "nearest_combination", reference_nearest)
-            want = reverse.reverse_entries(auditor, graph, per_node)
+            want = reverse.reverse_entries(tally, graph, per_node)
         assert found == want

@@ -17,7 +17,8 @@ from audit_builders import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from provenance.audit.validator import RecipeInput, audit, evidence_roles, joined_roles
+from provenance.audit.keys import evidence_roles, joined_roles
+from provenance.audit.pipeline import RecipeInput, audit
 from provenance.audit.verdicts import AuditReport, VerdictEntry
 from provenance.model.combination import RenderResult, Selection
 from provenance.model.flags import FlagSet

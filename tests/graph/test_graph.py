@@ -101,7 +101,7 @@ def test_build_reduces_each_distinct_flagset_once_with_the_same_result() -> None
     """The build memoises ``major`` per distinct FlagSet; the index must be what calling
     it for every role gives, on the embedded evidence (1,487 records)."""
     from provenance.audit.index import EvidenceIndex
-    from provenance.audit.validator import PolicyNormaliser
+    from provenance.audit.normaliser import PolicyNormaliser
     from provenance.store.evidence import EvidenceStore
 
     root = Path(__file__).resolve().parents[2] / "evidence"

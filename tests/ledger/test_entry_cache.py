@@ -301,8 +301,8 @@ def test_the_version_changes_with_the_loading_code(monkeypatch: pytest.MonkeyPat
 def test_the_audit_loads_the_ledger_through_the_cache(
     workspace: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from provenance.audit.normaliser import PolicyNormaliser
     from provenance.audit.pipeline import load_graph
-    from provenance.audit.validator import PolicyNormaliser
 
     _filled(workspace)
     monkeypatch.setenv("PROVENANCE_CACHE_DIR", str(tmp_path / "cache"))

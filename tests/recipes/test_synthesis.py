@@ -17,7 +17,7 @@ from provenance.recipes.render.synthesis import (
     parse_units,
     render,
     render_role,
-    role_keys,
+    role_inputs,
     shell_quote,
 )
 
@@ -156,7 +156,7 @@ def test_memoised_renderer_equals_the_pure_role_function(toy_root: RecipesRoot) 
     options = EnumerationOptions(kv="all", pd_nodes="1,2,3", features="default")
     for selection in enumerate_selections(recipe, toy_root, options):
         fast = renderer.render(selection)
-        keys = role_keys(recipe, toy_root, selection)
+        keys = role_inputs(recipe, toy_root, selection)
         assert fast.roles == tuple(render_role(recipe, toy_root, key) for key in keys)
         record = combination_record(recipe.hf_id, selection, fast)
         assert digester.digest(selection) == record_digest(record)

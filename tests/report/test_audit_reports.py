@@ -24,7 +24,7 @@ from audit_builders import (
     single_record,
 )
 
-from provenance.audit.validator import RecipeInput, audit
+from provenance.audit.pipeline import RecipeInput, audit
 from provenance.audit.verdicts import RECORD_INDEX, AuditReport
 from provenance.model.ledger import Declaration, Declarations, SelectionPattern
 from provenance.report import json_report, markdown, sarif, text

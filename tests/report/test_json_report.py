@@ -17,15 +17,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from provenance.audit.index import EvidenceIndex
+from provenance.audit.normaliser import PolicyNormaliser
 from provenance.audit.pipeline import (
     AuditFilters,
     AuditInputs,
     ResolvedInputs,
+    audit,
     default_inputs,
     load_graph,
     recipe_inputs,
 )
-from provenance.audit.validator import PolicyNormaliser, audit
 from provenance.audit.verdicts import (
     RECORD_INDEX,
     AuditReport,

@@ -1,6 +1,6 @@
 """``provenance explain``: one combination's verdict, step by step.
 
-Steps, in the order the validator takes them:
+Steps, in the order the audit takes them:
 
 1. the rendered argv and env of every process (recipe engine);
 2. each evidence role's normalised major flags (flags layer + policy);
@@ -23,8 +23,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from provenance.audit.declarations import DeclarationMatcher
 from provenance.audit.index import EvidenceIndex
 from provenance.audit.judge import Judge
-from provenance.audit.validator import RecipeAuditor, RoleNormaliser
+from provenance.audit.normaliser import RoleNormaliser
+from provenance.audit.tally import Tally
 from provenance.audit.verdicts import EvidenceRef, NearestEvidence, Reason, RoleFlags
+from provenance.audit.walks.selections import SelectionWalk
 from provenance.model.combination import RenderResult, RoleCommand, Selection
 from provenance.model.ledger import Declarations
 from provenance.model.reasons import VerdictKind
@@ -99,8 +101,8 @@ def explain(
     """Explain the verdict of one rendered combination."""
     judge = Judge(graph, normaliser.classify)
     matcher = DeclarationMatcher(declarations or Declarations())
-    auditor = RecipeAuditor(recipe, judge, normaliser, matcher)
-    key = auditor.key_of(selection, result)
+    walk = SelectionWalk(Tally(recipe, judge, matcher), normaliser)
+    key = walk.key_of(selection, result)
     outcome = judge.outcome(key)
     declared = (
         None

@@ -1,4 +1,4 @@
-"""The evidence graph (networkx) and the exact-match index the validator uses.
+"""The evidence graph (networkx) and the exact-match index the audit uses.
 
 Nodes (``kind`` attribute) and their ids:
 
@@ -19,7 +19,7 @@ evidence → config, ``introduced-by`` evidence → PR, ``validated-by`` PR → 
 ``at-commit`` evidence → commit, ``merged-as`` PR → commit, ``renders``
 combination → flag (``role``).
 
-The validator does not walk the networkx graph: it uses :class:`EvidenceIndex`'s
+The audit does not walk the networkx graph: it uses :class:`EvidenceIndex`'s
 exact-match index over (checkpoint, hardware, deployment kind, evidence role,
 major FlagSet) and a per-scope candidate list. The networkx form is built on
 demand for export (``provenance graph``).
@@ -48,7 +48,7 @@ MajorFn = Callable[[FlagSet], FlagSet]
 
 @dataclass(frozen=True, eq=False)
 class IndexedRecord:
-    """An evidence record with what the validator needs precomputed."""
+    """An evidence record with what the judge needs precomputed."""
 
     record: EvidenceRecord
     scope: Scope

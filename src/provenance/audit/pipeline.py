@@ -1,34 +1,196 @@
-"""The audit's I/O edge: resolve inputs, load recipes/ledger/evidence, run :func:`validator.audit`.
+"""The audit pipeline: resolve the inputs, load recipes, ledger and evidence, run the walks.
 
-Everything here is wiring; the decisions live in :mod:`provenance.audit.judge`
-and :mod:`provenance.audit.validator`. The default inputs (no RECIPE given,
-no ``--ledger``/``--evidence``) are resolved by :func:`default_inputs` alone.
+The last step of the audit's flow (keys → judge → tally → walks → pipeline).
+:func:`audit` runs one walk per recipe into a :class:`~provenance.audit.tally.Tally`
+and assembles the report (verdict entries, reverse direction, claims, summary); the
+rest is wiring (the default inputs — no RECIPE given, no ``--ledger``/``--evidence`` —
+are resolved by :func:`default_inputs` alone). The decisions live in
+:mod:`provenance.audit.judge`.
 """
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from provenance import __version__
+from provenance.audit.claims import claims_of
+from provenance.audit.declarations import DeclarationMatcher
 from provenance.audit.index import EvidenceIndex
-from provenance.audit.judge import Judge
-from provenance.audit.validator import (
-    CellSource,
-    PolicyNormaliser,
-    RecipeInput,
-    RoleNormaliser,
-    audit,
-    gc_paused,
-)
-from provenance.audit.verdicts import AuditReport
+from provenance.audit.judge import ClassifyFn, Judge
+from provenance.audit.normaliser import PolicyNormaliser, RoleNormaliser
+from provenance.audit.reverse import reverse_entries
+from provenance.audit.summary import referenced_records, summarise
+from provenance.audit.tally import Tally
+from provenance.audit.verdicts import AuditReport, Claim, ReverseEntry, VerdictEntry
+from provenance.audit.walks.cells import CellWalk, audit_cells
+from provenance.audit.walks.selections import SelectionWalk
 from provenance.errors import UsageError
-from provenance.model.combination import Selection
+from provenance.model.combination import RenderResult, Selection
 from provenance.model.flags import FlagSet
 from provenance.model.ledger import Declarations
 from provenance.recipes.enumerate.selections import EnumerationOptions
+from provenance.recipes.load.loader import Recipe, RecipesRoot
+
+
+@dataclass(frozen=True)
+class CellSource:
+    """A recipe's cross-product, audited shape cell by shape cell (the fast path)."""
+
+    recipe: Recipe
+    root: RecipesRoot
+    options: EnumerationOptions
+
+
+@dataclass(frozen=True)
+class RecipeInput:
+    """One recipe to audit: identity, file, claims and its combinations.
+
+    Either ``combinations`` (any iterable of rendered selections, judged one at a
+    time) or ``cells`` (the recipe and enumeration options: rendered and judged by
+    factors, see :mod:`provenance.audit.walks.cells`); both give the same report.
+    """
+
+    ref: str
+    combinations: Iterable[tuple[Selection, RenderResult]] = ()
+    cells: CellSource | None = None
+    path: str | None = None
+    verified_hardware: tuple[str, ...] = ()
+    hardware_filter: tuple[str, ...] | None = None
+    #: True when the enumeration was narrowed (variant, strategy, features, …): a verified
+    #: hardware with no audited combination is then not reported as a claim.
+    filtered: bool = False
+    gpus_per_node: Mapping[str, int] = field(default_factory=dict)
+
+
+def audit(
+    recipes: Sequence[RecipeInput],
+    graph: EvidenceIndex,
+    normaliser: RoleNormaliser,
+    declarations: Declarations | None = None,
+    *,
+    ledger: str | None = None,
+    notices: Sequence[str] = (),
+    classify: ClassifyFn | None = None,
+    judges: dict[str, Judge] | None = None,
+    keep: list[object] | None = None,
+) -> AuditReport:
+    """Audit every combination of every recipe against ``graph``.
+
+    ``judges`` (recipe ref -> :class:`Judge`) lets several audits against the same
+    ``graph``, normaliser and ``classify`` share each recipe's judgement memos (the
+    base and head of a pull request): missing judges are created and added to it.
+
+    ``keep`` is for a caller that ends the process soon after without freeing memory
+    (the console script, see :mod:`provenance.cli.lifetime`): the last recipe's auditor,
+    with its render, normalisation and tally memos, is appended to it instead of being
+    freed on the way out. Freeing those objects one by one gives nothing back to such a
+    process and costs about 0.015 s after a MiniMax-M3 audit. The earlier recipes'
+    auditors are freed as each recipe is done, as without ``keep``: keeping them all
+    would double the peak memory of an audit of every recipe.
+    """
+    with gc_paused():
+        return _audit(
+            recipes, graph, normaliser, declarations, ledger, notices, classify, judges, keep
+        )
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: the audit allocates many long-lived objects and
+    no cycles, and repeated full collections over them cost more than the audit itself.
+
+    On the way out, everything allocated meanwhile (millions of objects, all still in
+    the youngest generation) is moved to the oldest one before collection resumes
+    (freeze, enable, unfreeze): otherwise the first allocation after ``gc.enable()``
+    scans all of them at once, about 10% of a MiniMax-M3 audit. Nothing is lost:
+    the oldest generation is still collected, later, as usual.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.freeze()
+            gc.enable()
+            gc.unfreeze()
+
+
+def _audit(
+    recipes: Sequence[RecipeInput],
+    graph: EvidenceIndex,
+    normaliser: RoleNormaliser,
+    declarations: Declarations | None,
+    ledger: str | None,
+    notices: Sequence[str],
+    classify: ClassifyFn | None,
+    judges: dict[str, Judge] | None,
+    keep: list[object] | None,
+) -> AuditReport:
+    matcher = DeclarationMatcher(declarations or Declarations())
+    verdicts: list[VerdictEntry] = []
+    reverse: list[ReverseEntry] = []
+    claims: list[Claim] = []
+    recipe_files: dict[str, str] = {}
+    count = 0
+    last: tuple[Tally, CellWalk | SelectionWalk] | None = None
+    for recipe in recipes:
+        # one Judge per recipe: recipes share no checkpoint scope worth memoising across,
+        # and its memos are freed as soon as the recipe is done (unless ``judges`` keeps it).
+        judge = judges.get(recipe.ref) if judges is not None else None
+        if judge is None:
+            judge = Judge(graph, classify or normaliser.classify)
+            if judges is not None:
+                judges[recipe.ref] = judge
+        tally = Tally(recipe.ref, judge, matcher)
+        walk: CellWalk | SelectionWalk = SelectionWalk(tally, normaliser)
+        if recipe.cells is not None:
+            cells = recipe.cells
+            walk = audit_cells(tally, normaliser, cells.recipe, cells.root, cells.options)
+        one_by_one = walk if isinstance(walk, SelectionWalk) else SelectionWalk(tally, normaliser)
+        for selection, result in recipe.combinations:
+            one_by_one.add(selection, result)
+        count += tally.count
+        verdicts.extend(tally.entries())
+        reverse.extend(
+            sorted(
+                reverse_entries(tally, graph, recipe.gpus_per_node),
+                key=lambda e: (e.config_key, e.record),
+            )
+        )
+        claims.extend(
+            claims_of(
+                recipe.ref,
+                recipe.verified_hardware,
+                tally,
+                recipe.hardware_filter,
+                recipe.filtered,
+            )
+        )
+        if recipe.path:
+            recipe_files[recipe.ref] = recipe.path
+        last = (tally, walk)
+    if keep is not None:
+        keep.append(last)
+    return AuditReport(
+        tool_version=__version__,
+        recipes=tuple(r.ref for r in recipes),
+        recipe_files=recipe_files,
+        ledger=ledger,
+        notices=tuple(notices),
+        summary=summarise(verdicts, count),
+        records=referenced_records(verdicts, graph),
+        verdicts=tuple(verdicts),
+        reverse=tuple(reverse),
+        claims=tuple(claims),
+    )
 
 
 class AuditInputs(BaseModel):
@@ -213,7 +375,7 @@ def run_audit(
     With ``shared``, the evidence graph, normaliser and judges come from (and stay in) it.
     With ``keep``, what the audit built and would free on the way out (the graph, the
     judges, the last recipe's auditor and its memos) is appended to it instead: see
-    :func:`provenance.audit.validator.audit`.
+    :func:`audit`.
     """
     resolved = default_inputs(inputs)
     loaded = (shared or EvidenceCache()).load(resolved.ledger, resolved.evidence)

@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from provenance.audit.index import EvidenceIndex, IndexedRecord
-from provenance.audit.judge import CombinationKey, RoleKey
+from provenance.audit.keys import CombinationKey, EvidenceRoleFlags
+from provenance.audit.tally import KeyTally, Tally
 from provenance.audit.verdicts import ReverseEntry, ReverseStatus
 from provenance.model.combination import Selection, construct
 from provenance.model.flags import FlagSet
@@ -44,9 +44,6 @@ from provenance.model.scope import (
     same_checkpoint,
     shape_matches,
 )
-
-if TYPE_CHECKING:
-    from provenance.audit.validator import RecipeAuditor, _Seen
 
 MAX_POOL_NODES = 16
 
@@ -121,7 +118,7 @@ def expressibility_problems(
     return problems
 
 
-def _record_roles(record: IndexedRecord) -> tuple[RoleKey, ...]:
+def _record_roles(record: IndexedRecord) -> tuple[EvidenceRoleFlags, ...]:
     return tuple(
         (role, (flags,))
         for role, flags in sorted(record.major.items(), key=lambda kv: ROLE_ORDER.get(kv[0], 9))
@@ -150,14 +147,14 @@ def _describe_diff(roles: FlatRoles, recipe: Mapping[str, FlagSet]) -> str:
     return "; ".join(parts)
 
 
-#: what a combination is compared with (each role's first major FlagSet) and its _Seen
-Compared = tuple[dict[str, FlagSet], "_Seen"]
+#: what a combination is compared with (each role's first major FlagSet) and its KeyTally
+Compared = tuple[dict[str, FlagSet], KeyTally]
 #: (model id, hardware, deployment kind) of audited combinations
 _Scope = tuple[str, str, str]
-_Pair = tuple[CombinationKey, "_Seen"]
+_Pair = tuple[CombinationKey, KeyTally]
 
 
-def distinct_combinations(candidates: Sequence[tuple[CombinationKey, _Seen]]) -> list[Compared]:
+def distinct_combinations(candidates: Sequence[tuple[CombinationKey, KeyTally]]) -> list[Compared]:
     """The first of ``candidates`` for each distinct comparison (role → first major FlagSet),
     in order: the others are at the same distance from any evidence point."""
     distinct: dict[tuple[tuple[str, FlagSet], ...], Compared] = {}
@@ -168,7 +165,9 @@ def distinct_combinations(candidates: Sequence[tuple[CombinationKey, _Seen]]) ->
     return list(distinct.values())
 
 
-def nearest_combination(roles: FlatRoles, compared: Sequence[Compared]) -> tuple[int, str, _Seen]:
+def nearest_combination(
+    roles: FlatRoles, compared: Sequence[Compared]
+) -> tuple[int, str, KeyTally]:
     """The first of ``compared`` at the smallest distance from ``roles``, that distance and
     its description.
 
@@ -196,22 +195,22 @@ def nearest_combination(roles: FlatRoles, compared: Sequence[Compared]) -> tuple
 
 
 def reverse_entries(
-    auditor: RecipeAuditor, graph: EvidenceIndex, gpus_per_node: Mapping[str, int]
+    tally: Tally, graph: EvidenceIndex, gpus_per_node: Mapping[str, int]
 ) -> list[ReverseEntry]:
     by_scope: dict[_Scope, list[_Pair]] = defaultdict(list)
     pool_modes: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for pair in auditor.seen.items():
+    for pair in tally.seen.items():
         key, seen = pair
         by_scope[(key.model_id, key.hardware, key.kind)].append(pair)
         if seen.pd_modes:
             pool_modes[(key.model_id, key.hardware)] |= seen.pd_modes
     # per scope (built for scopes that have evidence only): per-role flags → combinations
-    by_flags: dict[_Scope, dict[tuple[RoleKey, ...], list[_Pair]]] = {}
-    model_ids = sorted(auditor.model_ids.items())
+    by_flags: dict[_Scope, dict[tuple[EvidenceRoleFlags, ...], list[_Pair]]] = {}
+    model_ids = sorted(tally.model_ids.items())
     checkpoints: dict[tuple[str, str], bool] = {}
     # memos: per scope, the distinct combinations; per scope and evidence roles, the nearest
     distinct: dict[_Scope, list[Compared]] = {}
-    nearest: dict[tuple[_Scope, FlatRoles], tuple[int, str, _Seen]] = {}
+    nearest: dict[tuple[_Scope, FlatRoles], tuple[int, str, KeyTally]] = {}
     entries: list[ReverseEntry] = []
     for indexed in graph.records.values():
         record = indexed.record

@@ -7,7 +7,7 @@
 * :mod:`~provenance.recipes.enumerate.selections` — the selectable cross-product (the builder's UI
   rules, predicates in :mod:`~provenance.recipes.enumerate.rules`).
 * :mod:`~provenance.recipes.render.synthesis` — argv and env per role; ``render_role`` is a
-  pure function of a hashable ``RoleKey``, ``Renderer`` memoises it.
+  pure function of a hashable ``RoleInputs``, ``Renderer`` memoises it.
 * :mod:`~provenance.recipes.render.records` — the reference oracle's JSON shape and digests;
   :mod:`~provenance.recipes.combos` — the ``provenance combos`` core.
 """

@@ -18,8 +18,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from provenance.audit.pipeline import AuditFilters, AuditInputs, EvidenceCache, run_audit
-from provenance.audit.validator import gc_paused
+from provenance.audit.pipeline import (
+    AuditFilters,
+    AuditInputs,
+    EvidenceCache,
+    gc_paused,
+    run_audit,
+)
 from provenance.audit.verdicts import AuditReport
 from provenance.errors import InputError
 from provenance.review.diff import DiffReport, diff_reports

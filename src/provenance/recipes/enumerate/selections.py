@@ -588,7 +588,7 @@ class ShapeCell:
     """One deployment shape and every feature choice and PD pool pair offered with it.
 
     The selections of a cell are ``choices × pools`` (``choices`` alone without
-    PD), enumerated feature choice first. Auditing by cell lets the validator
+    PD), enumerated feature choice first. Auditing by cell lets the audit
     render and judge each pool and each feature choice once instead of once per
     selection (a MiniMax-M3 cell has up to 72 feature choices × 81 pool pairs).
     """

@@ -19,7 +19,12 @@ from typing import Any
 
 from provenance.model.combination import PdSelection, RenderResult, RoleCommand, Selection
 from provenance.recipes.enumerate.rules import recipe_is_omni
-from provenance.recipes.render.synthesis import Renderer, RoleKey, result_deploy_type, role_keys
+from provenance.recipes.render.synthesis import (
+    Renderer,
+    RoleInputs,
+    result_deploy_type,
+    role_inputs,
+)
 
 #: Hex characters of the sha256 kept per golden record (64 bits).
 DIGEST_CHARS = 16
@@ -133,7 +138,7 @@ class RecordDigester:
     """:func:`record_digest` of rendered selections, fast for whole cross-products.
 
     Each role's canonical JSON is computed once per
-    :class:`~provenance.recipes.render.synthesis.RoleKey` and the record's canonical
+    :class:`~provenance.recipes.render.synthesis.RoleInputs` and the record's canonical
     text is assembled around it; the result always equals
     ``record_digest(combination_record(...))`` (tested).
     """
@@ -141,9 +146,9 @@ class RecordDigester:
     def __init__(self, renderer: Renderer) -> None:
         self.renderer = renderer
         self._omni = recipe_is_omni(renderer.recipe)
-        self._role_text: dict[RoleKey, tuple[str, str]] = {}
+        self._role_text: dict[RoleInputs, tuple[str, str]] = {}
 
-    def _role(self, key: RoleKey) -> tuple[str, str]:
+    def _role(self, key: RoleInputs) -> tuple[str, str]:
         found = self._role_text.get(key)
         if found is None:
             role = self.renderer.role(key)
@@ -158,7 +163,7 @@ class RecordDigester:
             result = renderer.render(selection)
             record = combination_record(renderer.recipe.hf_id, selection, result)
             return record_digest(record)
-        keys = role_keys(renderer.recipe, renderer.root, selection)
+        keys = role_inputs(renderer.recipe, renderer.root, selection)
         roles = [self._role(k) for k in keys]
         model_id = roles[0][1] if roles else None
         deploy_type = result_deploy_type(renderer.root, selection)

@@ -3,7 +3,7 @@
 The unit of work is one *role command*: one process of a deployment (the
 single-node ``serve``, a multi-node head or follower, one node of a PD pool, one
 Mooncake instance or its follower). :func:`render_role` computes it from a
-:class:`RoleKey` that holds only the inputs that role depends on — a PD prefill
+:class:`RoleInputs` that holds only the inputs that role depends on — a PD prefill
 node does not see the decode pool, a multi-node follower only its own rank — so
 a caller rendering a whole cross-product can memoise it (:class:`Renderer` does).
 :func:`render` assembles a full :class:`RenderResult` for one selection.
@@ -74,7 +74,7 @@ class PoolKey(NamedTuple):
     parallelism: str
 
 
-class RoleKey(NamedTuple):
+class RoleInputs(NamedTuple):
     """Every input one role's argv/env depends on (hashable, for memoisation)."""
 
     variant: str
@@ -246,7 +246,7 @@ class _Context:
     kv_composing: bool
 
 
-def _context(recipe: Recipe, root: RecipesRoot, key: RoleKey) -> _Context:
+def _context(recipe: Recipe, root: RecipesRoot, key: RoleInputs) -> _Context:
     strategy = strategy_of(root, key.strategy)
     deploy_type = strategy.deploy_type if strategy is not None else None
     kv_store = root.kv_store.get(key.kv_offload) if key.kv_offload else None
@@ -282,13 +282,13 @@ def _pd_parallelism(ctx: _Context, role: str, pool: PoolKey) -> str:
     )
 
 
-def _master_address(ctx: _Context, key: RoleKey) -> str:
+def _master_address(ctx: _Context, key: RoleInputs) -> str:
     if ctx.kv_composing and key.kv_instances is not None and key.kv_instances[0] > 1:
         return f"$VLLM_INSTANCE_{key.kv_instances[1] + 1}"
     return "$HEAD_IP"
 
 
-def _parallel_args(ctx: _Context, key: RoleKey, pd_role: str | None) -> list[str]:
+def _parallel_args(ctx: _Context, key: RoleInputs, pd_role: str | None) -> list[str]:
     """Step 3b: the parallelism emitter (spec §3.3)."""
     spec = ctx.recipe.spec
     hw = ctx.hw
@@ -420,7 +420,7 @@ def _allowed_features(ctx: _Context) -> list[str]:
     ]
 
 
-def _feature_args(ctx: _Context, key: RoleKey) -> list[str]:
+def _feature_args(ctx: _Context, key: RoleInputs) -> list[str]:
     """Step 7: feature args in the order of ``key.features``.
 
     Depends only on variant, hardware, strategy, KV composition and the features.
@@ -458,7 +458,7 @@ def _feature_args(ctx: _Context, key: RoleKey) -> list[str]:
     return args
 
 
-def build_prefix_args(ctx: _Context, key: RoleKey) -> list[str]:
+def build_prefix_args(ctx: _Context, key: RoleInputs) -> list[str]:
     """Steps 1-6 of one role's arguments: everything before the feature args.
 
     Depends on neither ``key.features`` nor ``key.feature_modes``.
@@ -516,7 +516,7 @@ def build_prefix_args(ctx: _Context, key: RoleKey) -> list[str]:
     return args
 
 
-def build_kv_args(ctx: _Context, key: RoleKey) -> list[str]:
+def build_kv_args(ctx: _Context, key: RoleInputs) -> list[str]:
     """Step 8: KV offload / Mooncake connector args (after the features)."""
     spec = ctx.recipe.spec
     hw = ctx.hw
@@ -537,12 +537,12 @@ def build_kv_args(ctx: _Context, key: RoleKey) -> list[str]:
     return args
 
 
-def build_args(ctx: _Context, key: RoleKey) -> list[str]:
+def build_args(ctx: _Context, key: RoleInputs) -> list[str]:
     """The raw (not yet deduplicated) argument list of one role (spec §3.2)."""
     return [*build_prefix_args(ctx, key), *_feature_args(ctx, key), *build_kv_args(ctx, key)]
 
 
-def build_env(ctx: _Context, key: RoleKey) -> dict[str, EnvValue]:
+def build_env(ctx: _Context, key: RoleInputs) -> dict[str, EnvValue]:
     """The environment of one role, in the builder's assignment order (spec §4)."""
     spec = ctx.recipe.spec
     hw = ctx.hw
@@ -641,7 +641,7 @@ def model_id_of(recipe: Recipe, variant_key: str) -> str:
 
 def _role_command(
     recipe: Recipe,
-    key: RoleKey,
+    key: RoleInputs,
     args: list[str],
     env: dict[str, EnvValue],
 ) -> RoleCommand:
@@ -668,7 +668,7 @@ def _role_command(
     )
 
 
-def render_role(recipe: Recipe, root: RecipesRoot, key: RoleKey) -> RoleCommand:
+def render_role(recipe: Recipe, root: RecipesRoot, key: RoleInputs) -> RoleCommand:
     """argv and env of one process; a pure function of ``key`` for a given recipe and root."""
     ctx = _context(recipe, root, key)
     args = dedupe_args([t for t in build_args(ctx, key) if t])
@@ -690,7 +690,7 @@ def _part(tokens: list[str]) -> RenderedPart:
 class Renderer:
     """Renders selections of one recipe, memoising by the inputs each part depends on.
 
-    A role command is cached by its :class:`RoleKey`; underneath, the arguments
+    A role command is cached by its :class:`RoleInputs`; underneath, the arguments
     before the features and the env are cached by the key without its features,
     and the feature args by (variant, hardware, strategy, KV, features), so a PD
     pool or a feature subset shared by many selections is computed once.
@@ -701,14 +701,14 @@ class Renderer:
         self.recipe = recipe
         self.root = root
         self.memoise = memoise
-        self._memo: dict[RoleKey, RoleCommand] = {}
+        self._memo: dict[RoleInputs, RoleCommand] = {}
         self._contexts: dict[tuple[str, str, str, str | None], _Context] = {}
-        self._prefix: dict[RoleKey, tuple[RenderedPart, RenderedPart, dict[str, EnvValue]]] = {}
+        self._prefix: dict[RoleInputs, tuple[RenderedPart, RenderedPart, dict[str, EnvValue]]] = {}
         self._features: dict[tuple[object, ...], RenderedPart] = {}
         #: allowed feature names per context (contexts live as long as the renderer)
         self._allowed: dict[int, frozenset[str]] = {}
 
-    def _context(self, key: RoleKey) -> _Context:
+    def _context(self, key: RoleInputs) -> _Context:
         ident = (key.variant, key.hardware, key.strategy, key.kv_offload)
         found = self._contexts.get(ident)
         if found is None:
@@ -716,7 +716,7 @@ class Renderer:
             self._contexts[ident] = found
         return found
 
-    def role(self, key: RoleKey) -> RoleCommand:
+    def role(self, key: RoleInputs) -> RoleCommand:
         if not self.memoise:
             return render_role(self.recipe, self.root, key)
         found = self._memo.get(key)
@@ -728,7 +728,7 @@ class Renderer:
         self._memo[key] = found
         return found
 
-    def parts(self, key: RoleKey) -> tuple[RenderedPart, RenderedPart, dict[str, EnvValue]]:
+    def parts(self, key: RoleInputs) -> tuple[RenderedPart, RenderedPart, dict[str, EnvValue]]:
         """The args before the features, the KV args after them, and the env of ``key``'s
         role: none of them depends on ``key.features`` or ``key.feature_modes``."""
         prefix_key = (
@@ -747,7 +747,7 @@ class Renderer:
             self._prefix[prefix_key] = parts
         return parts
 
-    def allowed_features(self, key: RoleKey) -> frozenset[str]:
+    def allowed_features(self, key: RoleInputs) -> frozenset[str]:
         """The features whose args ``key``'s deployment renders (strategy and KV gates)."""
         return self._allowed_in(self._context(key))
 
@@ -757,7 +757,7 @@ class Renderer:
             allowed = self._allowed[id(ctx)] = frozenset(_allowed_features(ctx))
         return allowed
 
-    def feature_part(self, key: RoleKey) -> RenderedPart:
+    def feature_part(self, key: RoleInputs) -> RenderedPart:
         """The feature args of ``key`` (the same for every role of a deployment).
 
         They depend on the strategy and the KV choice only through which features
@@ -779,7 +779,7 @@ class Renderer:
     def render(self, selection: Selection, advanced_args: Sequence[str] = ()) -> RenderResult:
         if recipe_is_omni(self.recipe):
             return render_omni(self.recipe, self.root, selection)
-        keys = role_keys(self.recipe, self.root, selection, advanced_args)
+        keys = role_inputs(self.recipe, self.root, selection, advanced_args)
         roles = tuple(self.role(k) for k in keys)
         deploy_type = result_deploy_type(self.root, selection)
         if roles and roles[0].argv:
@@ -803,23 +803,23 @@ def result_deploy_type(root: RecipesRoot, selection: Selection) -> DeployType:
     return deploy_type
 
 
-def shape_role_keys(
+def shape_role_inputs(
     recipe: Recipe,
     root: RecipesRoot,
     shape: Selection,
     features: tuple[str, ...] = (),
     feature_modes: tuple[tuple[str, str], ...] = (),
     advanced_args: tuple[str, ...] = (),
-) -> list[RoleKey]:
-    """The role keys of a non-PD selection (``shape.features`` is ignored: ``features`` is used)."""
+) -> list[RoleInputs]:
+    """The role inputs of a non-PD selection (``features`` is used, ``shape.features`` is not)."""
     strategy = strategy_of(root, shape.strategy or "")
     deploy_type = strategy.deploy_type if strategy is not None else None
     kv = shape.kv_offload or None
     node_count = shape.node_count or 1
     multi = deploy_type == "multi_node" and node_count > 1
 
-    def key(role: Role, rank: int, instances: tuple[int, int] | None) -> RoleKey:
-        return RoleKey(
+    def key(role: Role, rank: int, instances: tuple[int, int] | None) -> RoleInputs:
+        return RoleInputs(
             shape.variant,
             shape.hardware,
             shape.strategy or "",
@@ -851,17 +851,17 @@ def shape_role_keys(
     return [key("serve", 0, None)]
 
 
-def pool_role_keys(
+def pool_role_inputs(
     shape: Selection,
     role: Role,
     pool: PdPool,
     features: tuple[str, ...] = (),
     feature_modes: tuple[tuple[str, str], ...] = (),
     advanced_args: tuple[str, ...] = (),
-) -> list[RoleKey]:
-    """The role keys of one PD pool (one per node); they do not depend on the other pool."""
+) -> list[RoleInputs]:
+    """The role inputs of one PD pool (one per node); they do not depend on the other pool."""
     return [
-        RoleKey(
+        RoleInputs(
             shape.variant,
             shape.hardware,
             shape.strategy or "",
@@ -879,13 +879,13 @@ def pool_role_keys(
     ]
 
 
-def role_keys(
+def role_inputs(
     recipe: Recipe,
     root: RecipesRoot,
     selection: Selection,
     advanced_args: Sequence[str] = (),
-) -> list[RoleKey]:
-    """The role keys of every process a selection deploys, in the oracle's role order."""
+) -> list[RoleInputs]:
+    """The role inputs of every process a selection deploys, in the oracle's role order."""
     if selection.strategy is None:
         raise UsageError("a non-omni selection needs a strategy")
     strategy = strategy_of(root, selection.strategy)
@@ -897,10 +897,12 @@ def role_keys(
         if selection.pd is None:
             raise UsageError("a pd_cluster selection needs prefill and decode pools")
         return [
-            *pool_role_keys(selection, "prefill", selection.pd.prefill, features, modes, advanced),
-            *pool_role_keys(selection, "decode", selection.pd.decode, features, modes, advanced),
+            *pool_role_inputs(
+                selection, "prefill", selection.pd.prefill, features, modes, advanced
+            ),
+            *pool_role_inputs(selection, "decode", selection.pd.decode, features, modes, advanced),
         ]
-    return shape_role_keys(recipe, root, selection, features, modes, advanced)
+    return shape_role_inputs(recipe, root, selection, features, modes, advanced)
 
 
 def render(

@@ -1,4 +1,4 @@
-"""Audit a recipe by its factors instead of selection by selection.
+"""The walk by shape cell: audit a recipe by its factors instead of selection by selection.
 
 A recipe's cross-product is a product of independent choices (builder spec
 §2): a deployment *shape* (variant, hardware, strategy, node count, KV
@@ -14,20 +14,20 @@ once per distinct input and keys whole blocks of selections at a time:
   choice; pools with the same major flags are interchangeable, and the pairs of
   a shape fall into a few (prefill flags, decode flags) buckets, each one
   combination key, joined from the two pools' evidence roles (each computed once
-  per distinct pool: :func:`~provenance.audit.validator.joined_roles`).
+  per distinct pool: :func:`~provenance.audit.keys.joined_roles`).
 * **Features.** Many features only add functional flags (``--tool-call-parser``,
   ``--reasoning-parser``). A feature argument unit is *inert* when normalising it
   alone yields no major flag, it writes no mergeable config, and its flag occurs
   nowhere else in the shape's commands (so last-wins dedupe cannot make it hide or
   reveal another unit). Dropping inert units never changes a command's major flags
-  — the normaliser drops them anyway (:class:`~provenance.audit.validator.PolicyNormaliser`)
+  — the normaliser drops them anyway (:class:`~provenance.audit.normaliser.PolicyNormaliser`)
   — so feature choices whose remaining arguments are equal share every render
   and every key. Units are only dropped when the shape's argument boundaries
   cannot move (every feature token a ``--flag`` or its value, KV args starting
   with a flag); otherwise the feature choice is kept whole.
 
 Everything else — judging, declarations, grouping, reverse direction, claims —
-is :class:`~provenance.audit.validator.RecipeAuditor`'s, fed with
+is the :class:`~provenance.audit.tally.Tally`'s, fed with
 :class:`~provenance.audit.verdicts.SelectionSet` blocks instead of single
 selections. ``tests/audit/test_factored.py`` proves the report equal to the
 selection-by-selection audit on real recipes.
@@ -40,16 +40,19 @@ from dataclasses import dataclass
 from functools import partial
 from typing import NamedTuple
 
-from provenance.audit.judge import CombinationKey, Outcome
-from provenance.audit.judge import RoleKey as JudgeRoleKey
-from provenance.audit.validator import (
+from provenance.audit.judge import Outcome
+from provenance.audit.keys import (
+    CombinationKey,
+    EvidenceRoleFlags,
     RawRoles,
-    RecipeAuditor,
     combination_key,
     evidence_roles,
     joined_roles,
 )
+from provenance.audit.normaliser import RoleNormaliser
+from provenance.audit.tally import Tally
 from provenance.audit.verdicts import FeatureChoice, PdPools, SelectionSet, feature_choice
+from provenance.audit.walks.selections import SelectionWalk
 from provenance.model.combination import (
     PdPool,
     PdSelection,
@@ -70,15 +73,15 @@ from provenance.recipes.load.loader import Recipe, RecipesRoot
 from provenance.recipes.render.synthesis import (
     RenderedPart,
     Renderer,
-    RoleKey,
+    RoleInputs,
     dedupe_unit_list,
     join_units,
     model_id_of,
     parse_units,
-    pool_role_keys,
+    pool_role_inputs,
     render_omni,
     result_deploy_type,
-    shape_role_keys,
+    shape_role_inputs,
 )
 
 _NO_FEATURES = FeaturePick(features=(), picked=(), effective={}, is_default=False)
@@ -131,34 +134,41 @@ class _Half(NamedTuple):
     """The processes of one PD pool (recipe role and major flags) and their evidence roles."""
 
     raw: RawRoles
-    roles: tuple[JudgeRoleKey, ...]
+    roles: tuple[EvidenceRoleFlags, ...]
 
 
 def audit_cells(
-    auditor: RecipeAuditor, recipe: Recipe, root: RecipesRoot, options: EnumerationOptions
-) -> CellAuditor | None:
-    """Feed every selection of ``recipe`` to ``auditor``, shape cell by shape cell; return
-    the cell auditor, with its memos (None for an omni recipe, audited selection by
-    selection)."""
+    tally: Tally,
+    normaliser: RoleNormaliser,
+    recipe: Recipe,
+    root: RecipesRoot,
+    options: EnumerationOptions,
+) -> CellWalk | SelectionWalk:
+    """Feed every selection of ``recipe`` to ``tally``, shape cell by shape cell (an omni
+    recipe selection by selection); return the walk, with its memos."""
     if recipe_is_omni(recipe):
+        walk = SelectionWalk(tally, normaliser)
         for selection in enumerate_selections(recipe, root, options):
-            auditor.add(selection, render_omni(recipe, root, selection))
-        return None
-    cells = CellAuditor(auditor, recipe, root)
+            walk.add(selection, render_omni(recipe, root, selection))
+        return walk
+    cells = CellWalk(tally, normaliser, recipe, root)
     for cell in enumerate_cells(recipe, root, options):
         cells.add(cell)
     return cells
 
 
-class CellAuditor:
+class CellWalk:
     """Renders, keys and tallies the selections of one recipe by shape cell."""
 
-    def __init__(self, auditor: RecipeAuditor, recipe: Recipe, root: RecipesRoot) -> None:
-        self.auditor = auditor
+    def __init__(
+        self, tally: Tally, normaliser: RoleNormaliser, recipe: Recipe, root: RecipesRoot
+    ) -> None:
+        self.tally = tally
+        self.normaliser = normaliser
         self.recipe = recipe
         self.root = root
         self.renderer = Renderer(recipe, root)
-        self._majors: dict[tuple[RoleKey, tuple[str, ...]], FlagSet] = {}
+        self._majors: dict[tuple[RoleInputs, tuple[str, ...]], FlagSet] = {}
         self._reduced: dict[tuple[int, frozenset[str]], tuple[str, ...]] = {}
         #: feature part tokens (kept alive by the renderer's memo) -> droppable names
         self._droppable: dict[int, frozenset[str]] = {}
@@ -174,12 +184,12 @@ class CellAuditor:
         self._pick_lists: dict[int, tuple[list[FeaturePick], tuple[FeatureChoice, ...]]] = {}
         self._plain_parts: dict[int, bool] = {}
         self._alone: dict[tuple[object, ...], tuple[frozenset[str], FlagSet] | None] = {}
-        self._template_names: dict[RoleKey, frozenset[str] | None] = {}
+        self._template_names: dict[RoleInputs, frozenset[str] | None] = {}
         self._interned: dict[FlagSet, FlagSet] = {}
         self._halves: dict[RawRoles, _Half] = {}
 
     # Rendering -------------------------------------------------------------
-    def _major(self, template: RoleKey, sig: tuple[str, ...], model_id: str) -> FlagSet:
+    def _major(self, template: RoleInputs, sig: tuple[str, ...], model_id: str) -> FlagSet:
         """Major flags of ``template``'s process with the feature arguments ``sig``.
 
         When no flag or config name of ``sig`` occurs elsewhere in the command, the
@@ -199,7 +209,7 @@ class CellAuditor:
             prefix, kv_args, env = self.renderer.parts(template)
             part = self._sig_part(sig)
             units = dedupe_unit_list(join_units((prefix, part, kv_args)))
-            normaliser = self.auditor.normaliser
+            normaliser = self.normaliser
             if self._plain(prefix) and self._plain(part) and self._plain(kv_args):
                 found = normaliser.units_major(head, units, env)
             else:  # a short flag or negative number: let the normaliser split the tokens
@@ -223,7 +233,7 @@ class CellAuditor:
             return self._alone[memo_key]
         found: tuple[frozenset[str], FlagSet] | None = None
         part = self._sig_part(sig)
-        normaliser = self.auditor.normaliser
+        normaliser = self.normaliser
         if self._plain(part) and all(flag is not None for flag, _ in part[1]):
             names: set[str] = set()
             for flag, unit in part[1]:
@@ -239,7 +249,7 @@ class CellAuditor:
         self._alone[memo_key] = found
         return found
 
-    def _names_of(self, template: RoleKey) -> frozenset[str] | None:
+    def _names_of(self, template: RoleInputs) -> frozenset[str] | None:
         """Every flag and config name the command of ``template`` sets outside the features
         (None when a unit does not normalise alone: it may touch any name)."""
         if template in self._template_names:
@@ -248,7 +258,7 @@ class CellAuditor:
         names: set[str] | None = set()
         if not _flag_first(kv_args):
             names = None  # a value first could attach to the features' last flag
-        unit_facts = self.auditor.normaliser.unit_facts
+        unit_facts = self.normaliser.unit_facts
         for flag, unit in (*prefix[1], *kv_args[1]):
             facts = unit_facts(unit)
             if facts.names is None or names is None:
@@ -272,7 +282,7 @@ class CellAuditor:
         return found
 
     def _signature(
-        self, template: RoleKey, pick: FeaturePick, names: frozenset[str], reducible: bool
+        self, template: RoleInputs, pick: FeaturePick, names: frozenset[str], reducible: bool
     ) -> tuple[str, ...]:
         """The feature arguments of ``pick`` that can matter (inert units dropped)."""
         modes = tuple(sorted((f, m) for f, m in pick.effective.items() if m is not None))
@@ -295,7 +305,7 @@ class CellAuditor:
         self, tokens: Sequence[str], units: Sequence[tuple[str | None, tuple[str, ...]]]
     ) -> frozenset[str]:
         """The flags and config names of the units :meth:`_reduce` may drop."""
-        unit_facts = self.auditor.normaliser.unit_facts
+        unit_facts = self.normaliser.unit_facts
         names: set[str] = set()
         for flag, unit in units:
             fact = unit_facts(unit)
@@ -314,7 +324,7 @@ class CellAuditor:
         flags = [flag for flag, _ in units]
         if None in flags:
             return tuple(tokens)  # a positional: boundaries could move
-        normaliser = self.auditor.normaliser
+        normaliser = self.normaliser
         facts = [normaliser.unit_facts(unit) for _, unit in units]
         bases = [f.base for f in facts]
         kept: list[str] = []
@@ -336,9 +346,9 @@ class CellAuditor:
         deploy_type = result_deploy_type(self.root, shape)
         model_id = model_id_of(self.recipe, cell.variant)
         layout: _PoolLayout | None = None
-        templates: list[RoleKey]
+        templates: list[RoleInputs]
         if cell.pools is None:
-            templates = shape_role_keys(self.recipe, self.root, shape)
+            templates = shape_role_inputs(self.recipe, self.root, shape)
         else:
             layout = self._layout(cell.pools)
             roles: tuple[tuple[Role, list[PdPool]], ...] = (
@@ -346,7 +356,8 @@ class CellAuditor:
                 ("decode", layout.decode),
             )
             pool_keys = {
-                role: [pool_role_keys(shape, role, pool) for pool in pools] for role, pools in roles
+                role: [pool_role_inputs(shape, role, pool) for pool in pools]
+                for role, pools in roles
             }
             templates = [k for keys in pool_keys.values() for pool in keys for k in pool]
         # every strategy deploys a process, every pool a node: templates[0] exists
@@ -393,7 +404,7 @@ class CellAuditor:
         return combination_key(model_id, hardware, deploy_type, None, raw, roles)
 
     def _by_signature(
-        self, cell: ShapeCell, templates: list[RoleKey]
+        self, cell: ShapeCell, templates: list[RoleInputs]
     ) -> dict[tuple[str, ...], list[FeaturePick]]:
         """The cell's feature picks grouped by their feature signature (shared by the
         cells with the same picks, feature context and outside names)."""
@@ -423,12 +434,12 @@ class CellAuditor:
             found = self._layouts[id(pools)] = _PoolLayout.of(pools)
         return found
 
-    def _shape_facts(self, templates: Sequence[RoleKey]) -> tuple[frozenset[str], bool]:
+    def _shape_facts(self, templates: Sequence[RoleInputs]) -> tuple[frozenset[str], bool]:
         """The flags and config names the shape's commands set outside the features, and
         whether feature arguments may be reduced (KV arguments start with a ``--flag``)."""
         names: set[str] = set()
         reducible = True
-        unit_facts = self.auditor.normaliser.unit_facts
+        unit_facts = self.normaliser.unit_facts
         for template in templates:
             prefix, kv_args, _ = self.renderer.parts(template)
             for flag, unit in (*prefix[1], *kv_args[1]):
@@ -446,11 +457,11 @@ class CellAuditor:
         blocks: dict[CombinationKey, list[_Block]],
         layout: _PoolLayout | None,
     ) -> None:
-        auditor = self.auditor
+        tally = self.tally
         position = {id(pick): index for index, pick in enumerate(cell.choices)}
         modes = layout.modes if layout is not None else []
         for key, key_blocks in blocks.items():
-            state = auditor.state(key, model_id)
+            state = tally.state(key, model_id)
             example: Callable[[], Selection] | None = None
             if state.example_of is None:
                 first = min(
@@ -473,7 +484,7 @@ class CellAuditor:
                     choices = self._choices_of(declared_picks)
                     for pd in products:
                         selections = self._set(cell, choices, pd)
-                        auditor.add_set(
+                        tally.add_set(
                             state,
                             selections,
                             selections.count,
@@ -486,12 +497,12 @@ class CellAuditor:
         self, cell: ShapeCell, picks: list[FeaturePick], outcome: Outcome
     ) -> list[tuple[str | None, list[FeaturePick]]]:
         """``picks`` split by the declaration that covers them (None: none or recommended)."""
-        auditor = self.auditor
-        if outcome.verdict == "recommended" or not auditor.declarations:
+        tally = self.tally
+        if outcome.verdict == "recommended" or not tally.declarations:
             return [(None, picks)]
         groups: dict[str | None, list[FeaturePick]] = {}
         for pick in picks:
-            declared = auditor.declared(cell.selection(pick, None), outcome)
+            declared = tally.declared(cell.selection(pick, None), outcome)
             groups.setdefault(declared, []).append(pick)
         return list(groups.items())
 

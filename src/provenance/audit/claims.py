@@ -1,0 +1,46 @@
+"""Claims: a hardware the recipe marks ``verified`` with no recommended combination on it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from provenance.audit.tally import Tally
+from provenance.audit.verdicts import Claim
+
+
+def claims_of(
+    recipe: str,
+    verified_hardware: Sequence[str],
+    tally: Tally,
+    hardware_filter: Sequence[str] | None,
+    filtered: bool = False,
+) -> list[Claim]:
+    """``meta.hardware.<hw>: verified`` with no recommended combination audited on it.
+
+    ``filtered``: the enumeration was narrowed (variant, strategy, features, …), so a
+    verified hardware with no audited combination is not a claim."""
+    claims = []
+    for hardware in verified_hardware:
+        if hardware_filter is not None and hardware not in hardware_filter:
+            continue
+        recommended = tally.recommended_by_hardware.get(hardware, 0)
+        if recommended:
+            continue
+        audited = hardware in tally.hardware_seen
+        if not audited and filtered:
+            continue
+        claims.append(
+            Claim(
+                recipe=recipe,
+                hardware=hardware,
+                claim="verified",
+                recommended=0,
+                detail=(
+                    "marked verified in meta.hardware, but no audited combination on it "
+                    "is recommended"
+                    if audited
+                    else "marked verified in meta.hardware, but no combination on it was audited"
+                ),
+            )
+        )
+    return claims

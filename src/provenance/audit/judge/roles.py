@@ -1,0 +1,221 @@
+"""Role-level judgement: one evidence role's major flags against the in-scope evidence.
+
+Reason rules for a role whose major flags R have no exact match in scope
+(``docs/audit.md``):
+
+* ``no-evidence``: no in-scope evidence point has this role at all;
+* ``flag-unevidenced``: no in-scope point sets the key of a recipe flag;
+* ``value-mismatch``: in-scope points set the key, none to the recipe's value
+  (``evidence_value`` lists the values seen);
+* ``never-jointly-observed``: every recipe flag is set, with its value, by
+  some in-scope point, but no single point sets them all;
+* ``missing-flag``: a major flag of the nearest point (the nearest point
+  that has all recipe flags, if any) that the recipe lacks.
+
+Reasons and flag provenance are built once per role index and flag
+(:class:`~provenance.audit.judge.role_index.RoleIndex` keeps them) and shared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from provenance.audit.index import IndexedRecord
+from provenance.audit.judge.reasons import ordered, prs_of
+from provenance.audit.judge.role_index import RoleIndex, Signatures
+from provenance.audit.verdicts import FlagProvenance, NearestEvidence, Reason, RoleFlags
+from provenance.model.combination import construct
+from provenance.model.flags import FlagSet
+from provenance.model.reasons import ReasonCode
+from provenance.model.scope import DeploymentKind
+
+#: The policy class of a flag key (``Policy.classify``), as text.
+ClassifyFn = Callable[[str], str]
+
+
+@dataclass(frozen=True, eq=False)
+class RoleJudgement:
+    """One evidence role's major flags judged against the in-scope evidence."""
+
+    role: str
+    flags: FlagSet
+    candidates: tuple[IndexedRecord, ...]
+    exact: tuple[IndexedRecord, ...]
+    provenance: tuple[FlagProvenance, ...]
+    reasons: tuple[Reason, ...]
+    #: the report's view of this role (one shared object per judgement)
+    role_flags: RoleFlags
+    #: :attr:`reasons` in report order (:func:`~provenance.audit.judge.reasons.ordered`)
+    ordered_reasons: tuple[Reason, ...] = ()
+    #: diff size from :attr:`flags` to each distinct major FlagSet of the role in scope,
+    #: in the order of the scope's role index (``RoleIndex.order``)
+    distances: list[int] = field(default_factory=list)
+    _nearest: dict[str, NearestEvidence] = field(default_factory=dict, repr=False)
+    #: (signatures, position of this role in them) → :meth:`distances_to`
+    _vectors: dict[tuple[Signatures, int], list[int]] = field(default_factory=dict, repr=False)
+
+    def nearest_evidence(self, record: IndexedRecord) -> NearestEvidence:
+        """This role's difference from ``record`` (built once per record)."""
+        found = self._nearest.get(record.id)
+        if found is None:
+            only_recipe, only_evidence, changed = self.flags.diff_parts(record.major[self.role])
+            found = self._nearest[record.id] = construct(
+                NearestEvidence,
+                {
+                    "record": record.id,
+                    "config_key": record.config_key,
+                    "prs": record.prs,
+                    "role": self.role,
+                    "distance": len(only_recipe) + len(only_evidence) + len(changed),
+                    "only_recipe": only_recipe,
+                    "only_evidence": only_evidence,
+                    "changed": changed,
+                },
+            )
+        return found
+
+    def distances_to(self, signatures: Signatures, position: int) -> list[int]:
+        """The diff size from each record of ``signatures``, whose ``position``-th role is
+        this judgement's (remembered per signatures)."""
+        memo = (signatures, position)
+        found = self._vectors.get(memo)
+        if found is None:
+            distances = self.distances
+            found = self._vectors[memo] = [distances[i] for i in signatures.columns[position]]
+        return found
+
+
+def judge_role(
+    index: RoleIndex, kind: DeploymentKind, flags: FlagSet, class_of: ClassifyFn
+) -> RoleJudgement:
+    """``flags`` of ``index``'s role judged against the records of ``index``."""
+    role = index.role
+    exact = index.groups.get(flags, ())
+    known = index.provenance
+    provenance = tuple(
+        known.get(item) or flag_provenance(index, item, class_of) for item in flags.items()
+    )
+    distances = index.distances(flags)
+    reasons: tuple[Reason, ...] = ()
+    if not index.candidates:
+        reasons = (
+            Reason(
+                code=ReasonCode.NO_EVIDENCE,
+                role=role,
+                detail=f"no {kind} evidence point with a {role} role for this "
+                "checkpoint and hardware",
+            ),
+        )
+    elif not exact:
+        reasons = tuple(_flag_reasons(index, flags, distances))
+    return RoleJudgement(
+        role=role,
+        flags=flags,
+        candidates=index.candidates,
+        exact=exact,
+        provenance=provenance,
+        reasons=reasons,
+        role_flags=role_flags(role, provenance),
+        ordered_reasons=ordered(reasons),
+        distances=distances,
+    )
+
+
+def flag_provenance(
+    index: RoleIndex, item: tuple[str, str], class_of: ClassifyFn
+) -> FlagProvenance:
+    """One flag of the role and the in-scope records that set it (one object per index)."""
+    found = index.provenance.get(item)
+    if found is None:
+        key, value = item
+        found = index.provenance[item] = construct(
+            FlagProvenance,
+            {
+                "key": key,
+                "value": value,
+                "cls": class_of(key),
+                "evidence": index.setters.get(item, ()),
+            },
+        )
+    return found
+
+
+def role_flags(role: str, provenance: tuple[FlagProvenance, ...]) -> RoleFlags:
+    """The report's view of one role (built from parts that are valid already)."""
+    return construct(RoleFlags, {"role": role, "node_rank": None, "flags": provenance})
+
+
+def _flag_reason(index: RoleIndex, item: tuple[str, str]) -> Reason | None:
+    """``flag-unevidenced`` or ``value-mismatch`` for one recipe flag (``None``: evidenced)."""
+    if item in index.flag_reasons:
+        return index.flag_reasons[item]
+    key, value = item
+    setters = index.by_key.get(key, ())
+    reason: Reason | None = None
+    if not setters:
+        reason = Reason(
+            code=ReasonCode.FLAG_UNEVIDENCED,
+            role=index.role,
+            flag=key,
+            recipe_value=value,
+            detail="no in-scope evidence point sets this flag",
+        )
+    elif item not in index.setters:
+        seen = sorted({r.major[index.role][key] for r in setters})
+        reason = Reason(
+            code=ReasonCode.VALUE_MISMATCH,
+            role=index.role,
+            flag=key,
+            recipe_value=value,
+            evidence_value=", ".join(seen),
+            sources=prs_of(setters),
+        )
+    index.flag_reasons[item] = reason
+    return reason
+
+
+def _flag_reasons(index: RoleIndex, flags: FlagSet, distances: list[int]) -> list[Reason]:
+    role = index.role
+    reasons = [
+        reason
+        for reason in (_flag_reason(index, item) for item in flags.items())
+        if reason is not None
+    ]
+    supersets = index.supersets(flags)
+    if not reasons and not supersets:
+        nearest = index.nearest(distances)
+        diff = flags.diff(nearest.major[role])
+        lacking = {**diff.only_left, **{k: v for k, (v, _) in diff.changed.items()}}
+        elsewhere = (ref for item in lacking.items() for ref in index.setters.get(item, ()))
+        reasons.append(
+            Reason(
+                code=ReasonCode.NEVER_JOINTLY_OBSERVED,
+                role=role,
+                sources=prs_of([nearest, *elsewhere]),
+                detail=f"every {role} flag is evidenced somewhere in scope, but no single "
+                f"evidence point sets them all; the nearest ({nearest.config_key}) lacks "
+                + ", ".join(f"{k}={v}" for k, v in sorted(lacking.items())),
+            )
+        )
+    basis = index.nearest(distances, supersets)
+    for key, evidence_value in basis.major[role].items():
+        if key not in flags:
+            reasons.append(_missing_flag(index, basis, key, evidence_value))
+    return reasons
+
+
+def _missing_flag(index: RoleIndex, basis: IndexedRecord, key: str, evidence_value: str) -> Reason:
+    """``missing-flag``: ``key`` is set by the nearest evidence point, not by the recipe."""
+    memo = (basis.id, key)
+    found = index.missing.get(memo)
+    if found is None:
+        found = index.missing[memo] = Reason(
+            code=ReasonCode.MISSING_FLAG,
+            role=index.role,
+            flag=key,
+            evidence_value=evidence_value,
+            sources=basis.prs,
+            detail=f"set by the nearest evidence point ({basis.config_key}), not by the recipe",
+        )
+    return found
