@@ -1,8 +1,8 @@
 """The libyaml path of ``safe_yaml`` against the pure-Python reference loader.
 
-``load_yaml_text`` loads with ``_FastLoader`` (libyaml events, PyYAML's Python
-composer, constructor and the project's checks) and re-does any refusal with the
-pure-Python ``_BoundedLoader``. These tests prove that the result is the
+``load_yaml_text`` composes over libyaml's parser (``_compose_with_libyaml``: libyaml
+events, PyYAML's Python composer, constructor and the project's checks) and re-does any
+refusal with the pure-Python ``_BoundedLoader``. These tests prove that the result is the
 reference's: the same data, lines and tolerated duplicates on success, the same
 ``InputError`` (message, file, line) on refusal, for generated YAML-like text and
 for every YAML file of the project and of the shared corpus. They also prove the
@@ -34,7 +34,12 @@ from provenance.safe_yaml import (
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CORPUS = REPO_ROOT.parent / "shared" / "corpus"
 
-pytestmark = pytest.mark.skipif(not safe_yaml.HAVE_LIBYAML, reason="PyYAML built without libyaml")
+
+def test_pyyaml_has_libyaml() -> None:
+    """The PyYAML wheels pip installs bundle libyaml; the audit's speed assumes it, and
+    these tests compare it with the reference (they would prove nothing without it)."""
+    assert safe_yaml.HAVE_LIBYAML, "PyYAML was built without libyaml"
+
 
 Outcome = tuple[Any, ...]
 
@@ -92,12 +97,16 @@ def _outcome(load: Callable[..., LoadedYaml], text: str, duplicates: bool) -> Ou
     return _loaded_key(loaded)
 
 
-def _fast_only(text: str, duplicates: bool) -> Outcome:
-    """The libyaml loader alone, without the fallback (any exception is a refusal)."""
+def _fast_only(text: str, duplicates: bool) -> Outcome | None:
+    """The libyaml path alone, without the fallback (``None``: it is not taken)."""
+    composed = safe_yaml._compose_with_libyaml(text)
+    if composed is None:
+        return None
+    loader, node = composed
     try:
-        loaded = safe_yaml._load(safe_yaml._FastLoader(text), "doc.yaml", duplicates, True)
-    except Exception as exc:
-        return ("refused", type(exc).__name__)
+        loaded = safe_yaml._load(loader, "doc.yaml", duplicates, True, composed=(node,))
+    except InputError as exc:
+        return ("refused", exc.diagnostic(), exc.location)
     return _loaded_key(loaded)
 
 
@@ -105,14 +114,12 @@ def _assert_same_as_reference(text: str, duplicates: bool = False) -> bool:
     """``load_yaml_text`` behaves as the reference; ``True`` if libyaml loaded it alone."""
     reference = _outcome(load_yaml_text_reference, text, duplicates)
     assert _outcome(load_yaml_text, text, duplicates) == reference
-    if not safe_yaml._fast_path_allowed(text):
-        return False
     fast = _fast_only(text, duplicates)
-    # libyaml may refuse more (the reference then decides), never accept more or differ.
-    if fast[0] != "ok":
+    if fast is None:  # libyaml refused or reads the text differently: the reference decided
         return False
+    # A document composed over libyaml is checked and built exactly as the reference's.
     assert fast == reference
-    return True
+    return fast[0] == "ok"
 
 
 # --- generated documents ----------------------------------------------------------
@@ -247,7 +254,7 @@ def test_without_libyaml_the_reference_loader_is_used(monkeypatch: pytest.Monkey
     text = "a:\n  b: [1, 2.5, x]\n  c: 2020-01-01\n"
     expected = _outcome(load_yaml_text, text, False)
     monkeypatch.setattr(safe_yaml, "HAVE_LIBYAML", False)
-    monkeypatch.delattr(safe_yaml, "_FastLoader")
+    monkeypatch.delattr(safe_yaml, "_LibyamlLoader")
     assert _outcome(load_yaml_text, text, False) == expected
 
 
@@ -262,11 +269,13 @@ def test_without_libyaml_the_reference_loader_is_used(monkeypatch: pytest.Monkey
     ids=["flow-sequences", "flow-mappings", "block-sequences", "block-mappings"],
 )
 def test_libyaml_refuses_a_2_mib_nesting_bomb_after_the_depth_limit(bomb: str) -> None:
-    """libyaml does not recurse and is asked for one event at a time: the depth check
-    stops it after MAX_DEPTH levels, whatever the size (no C-level recursion, no crash)."""
+    """libyaml does not recurse and is asked for one event at a time: the composer's depth
+    check (or libyaml's own nesting limit, from libyaml 0.2.6) stops it whatever the size
+    (no C-level recursion, no crash), and the reference loader then gives the message."""
     assert len(bomb.encode()) <= MAX_YAML_BYTES
+    assert safe_yaml._compose_with_libyaml(bomb) is None
     with pytest.raises(InputError, match=f"deeper than {MAX_DEPTH} levels"):
-        safe_yaml._load(safe_yaml._FastLoader(bomb), "bomb.yaml", False, False)
+        load_yaml_text(bomb, "bomb.yaml")
     _assert_same_as_reference(bomb)
 
 
@@ -318,10 +327,12 @@ def test_every_corpus_yaml_loads_as_the_reference_loads_it() -> None:
 
 def test_libyaml_composer_is_never_used() -> None:
     """CParser has its own composer in C (recursive, without the limits): the MRO puts
-    PyYAML's Python ``Composer`` first, and composing goes through ``_compose``."""
+    PyYAML's Python ``Composer`` (under the bounded ``compose_node``) first."""
     from yaml.composer import Composer
 
-    loader = safe_yaml._FastLoader
+    loader = safe_yaml._LibyamlLoader
     assert loader.get_single_node is Composer.get_single_node
     assert loader.compose_document is Composer.compose_document
-    assert loader.compose_node is not Composer.compose_node
+    assert loader.compose_node is safe_yaml._BoundedMixin.compose_node
+    assert loader.compose_sequence_node is Composer.compose_sequence_node
+    assert loader.compose_mapping_node is Composer.compose_mapping_node

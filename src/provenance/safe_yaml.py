@@ -160,16 +160,14 @@ class _BoundedLoader(_BoundedMixin, yaml.SafeLoader):
 
 if HAVE_LIBYAML:
 
-    class _FastLoader(_BoundedMixin, Composer, CParser, SafeConstructor, Resolver):
-        """The same loader over libyaml's scanner and parser (C).
+    class _LibyamlLoader(_BoundedMixin, Composer, CParser, SafeConstructor, Resolver):
+        """``_BoundedLoader`` over libyaml's scanner and parser (C).
 
-        Only the events come from C: composing (``_compose``, with the same alias
-        and depth limits), resolving implicit types and constructing (with the
-        construct-error checks of ``_BoundedMixin``) are Python, as in
-        ``_BoundedLoader``. libyaml does not recurse, and the composer asks it for
-        one event at a time, so a ``[[[[…`` bomb is refused after ``MAX_DEPTH``
-        events. ``Composer`` precedes ``CParser`` in the MRO, so CParser's own
-        (unbounded, C-recursive) composer is never used.
+        Only the events come from C: PyYAML's own Python ``Composer`` (with the limits
+        of ``_BoundedMixin``), ``Resolver`` and ``SafeConstructor`` do the rest, as in
+        ``_BoundedLoader``. ``Composer`` precedes ``CParser`` in the MRO, so CParser's
+        own composer (C-recursive, without the limits) is never used; libyaml's parser
+        does not recurse and is asked for one event at a time.
         """
 
         def __init__(self, stream: str) -> None:
@@ -180,88 +178,48 @@ if HAVE_LIBYAML:
             self.alias_count = 0
             self.depth = 0
 
-        def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-            if self.yaml_path_resolvers:  # pragma: no cover - SafeLoader registers none
-                return super().compose_node(parent, index)
-            return self._compose(1)
-
-        def _compose(self, depth: int) -> yaml.Node:
-            """PyYAML's ``Composer.compose_node`` for libyaml events, in one function.
-
-            It refuses at least what ``_BoundedMixin`` and ``Composer`` refuse (any
-            exception sends the text to the reference loader) and builds the same
-            nodes, with the style and implicit flags PyYAML's parser gives: libyaml's
-            plain style is "" (PyYAML's None, which ``recipes.yaml12`` tests for), and
-            libyaml does not mark an empty scalar tagged ``!`` as plain.
-            """
-            event: Any = self.get_event()
-            if depth > MAX_DEPTH + 1:
-                raise _LimitExceededError(
-                    f"YAML nesting deeper than {MAX_DEPTH} levels", event.start_mark
-                )
-            kind = type(event)
-            anchors: dict[str, yaml.Node] = self.anchors
-            if kind is yaml.AliasEvent:
-                self.alias_count += 1
-                if self.alias_count > MAX_ALIASES:
-                    raise _LimitExceededError(
-                        f"more than {MAX_ALIASES} YAML aliases (possible alias bomb)",
-                        event.start_mark,
-                    )
-                return anchors[event.anchor]  # KeyError for an undefined alias
-            anchor = event.anchor
-            if anchor is not None and anchor in anchors:
-                raise _LimitExceededError(f"duplicate anchor {anchor!r}", event.start_mark)
-            tag = event.tag
-            resolve: Any = self.resolve
-            node: yaml.Node
-            if kind is yaml.ScalarEvent:
-                plain = event.style == ""
-                if tag is None or tag == "!":
-                    implicit = (True, False) if plain or tag == "!" else (False, True)
-                    tag = resolve(yaml.ScalarNode, event.value, implicit)
-                node = yaml.ScalarNode(
-                    tag,
-                    event.value,
-                    event.start_mark,
-                    event.end_mark,
-                    style=None if plain else event.style,
-                )
-                if anchor is not None:
-                    anchors[anchor] = node
-                return node
-            collection = _COLLECTIONS.get(kind)
-            if collection is None:  # pragma: no cover - no other event inside a document
-                raise _LimitExceededError(f"unexpected YAML event {event}", event.start_mark)
-            node_class, end_event = collection
-            if tag is None or tag == "!":
-                tag = resolve(node_class, None, event.implicit)
-            node = node_class(tag, [], event.start_mark, None, flow_style=event.flow_style)
-            if anchor is not None:
-                anchors[anchor] = node
-            children = node.value
-            if node_class is yaml.SequenceNode:
-                while not self.check_event(end_event):
-                    children.append(self._compose(depth + 1))
-            else:
-                while not self.check_event(end_event):
-                    key = self._compose(depth + 1)
-                    children.append((key, self._compose(depth + 1)))
-            end: Any = self.get_event()
-            node.end_mark = end.end_mark
+        def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
+            node = super().compose_scalar_node(anchor)
+            if node.style == "":  # libyaml's plain style; PyYAML's parser says None
+                node.style = None
             return node
 
 
-#: Collection start event → (node class, end event), for ``_FastLoader._compose``.
-_COLLECTIONS: dict[type[yaml.Event], tuple[type[yaml.CollectionNode], type[yaml.Event]]] = {
-    yaml.SequenceStartEvent: (yaml.SequenceNode, yaml.SequenceEndEvent),
-    yaml.MappingStartEvent: (yaml.MappingNode, yaml.MappingEndEvent),
-}
+#: Texts left to the pure-Python loader because libyaml reads them differently: a tab
+#: as a separator, NEL/LS/PS line breaks, a BOM after the start, lone surrogates
+#: (libyaml reads UTF-8 only), a comment glued to a block scalar header, and the
+#: non-specific tag ``!`` (libyaml resolves an empty scalar tagged ``!`` as a string,
+#: PyYAML as null).
+_PURE_ONLY = re.compile(
+    r"[\t\x85\u2028\u2029\ufeff\ud800-\udfff]|[|>][-+0-9]*#|(?<![^\s\[\]{},])!(?![^\s\[\]{},])"
+)
 
-#: Inputs that go straight to the pure-Python loader: characters libyaml and PyYAML
-#: treat differently (tab as separator, NEL/LS/PS line breaks, a BOM after the start)
-#: and lone surrogates (libyaml reads UTF-8 only).
-_PURE_ONLY = re.compile(r"[\t\x85\u2028\u2029\ufeff\ud800-\udfff]|[|>][-+0-9]*#")
+
+def _compose_with_libyaml(text: str) -> tuple[_BoundedMixin, yaml.Node | None] | None:
+    """The document composed over libyaml's parser, or ``None``: the reference decides.
+
+    Why (measured with ``benchmarks/yaml_load.py``, docs/performance.md): PyYAML's
+    pure-Python scanner and parser are most of a load. Over libyaml's events the
+    embedded MiniMax-M3 recipes root (13 files, 23 KB) loads in 0.010 s of CPU instead
+    of 0.045 s, and the 86 embedded ledger files (287 KB) in 0.071 s instead of 0.33 s:
+    on every audit (the recipe) and every audit of a clean checkout (the ledger: CI).
+
+    Only a composed document is taken from libyaml. Any refusal while parsing or
+    composing (libyaml's own, such as its nesting limit, or ours) and any text libyaml
+    reads differently (``_PURE_ONLY``, no final line break) is left to the pure-Python
+    ``_BoundedLoader``, so messages and lines are exactly its own. The checks made after
+    composing (duplicate keys, alias expansion, values) run on a node graph equal to the
+    one it composes (``tests/test_safe_yaml_fast.py``).
+    """
+    if not HAVE_LIBYAML or not text.endswith("\n") or _PURE_ONLY.search(text):
+        return None
+    loader = _LibyamlLoader(text)
+    try:
+        node = loader.get_single_node()
+    except Exception:  # the reference loader decides and reports
+        loader.dispose()
+        return None
+    return loader, node
 
 
 def _short(node: yaml.Node) -> str:
@@ -419,24 +377,15 @@ def load_yaml_text(
     different value is always an error. ``keep_node=True`` keeps the composed node
     graph in ``LoadedYaml.node`` (for checks on scalar styles, see ``recipes.yaml12``).
 
-    With libyaml, the document is first composed by ``_FastLoader`` (C events, the
-    same composing logic and limits). Only a composed document is taken from it: any
-    refusal while parsing or composing, and any text holding a character the two
-    scanners treat differently, is (re)done by the pure-Python ``_BoundedLoader``, so
-    its message and line are exactly the reference loader's. A composed node graph
-    is the one the reference composes (``tests/test_safe_yaml_fast.py``), so the
-    checks made on it afterwards (duplicate keys, alias expansion, values) refuse
-    exactly as the reference would, without parsing the text again.
+    With libyaml, the document is composed over libyaml's parser when it can be
+    (:func:`_compose_with_libyaml`); otherwise by the pure-Python ``_BoundedLoader``.
+    Either way the result, or the refusal, is the pure-Python loader's.
     """
     _check_text_size(text, path)
-    if _fast_path_allowed(text):
-        fast = _FastLoader(text)
-        try:
-            node = fast.get_single_node()
-        except Exception:  # the reference loader below decides and reports
-            fast.dispose()
-        else:
-            return _load(fast, path, identical_duplicates, keep_node, composed=(node,))
+    composed = _compose_with_libyaml(text)
+    if composed is not None:
+        loader, node = composed
+        return _load(loader, path, identical_duplicates, keep_node, composed=(node,))
     return _load(_reference_loader(text, path), path, identical_duplicates, keep_node)
 
 
@@ -447,10 +396,6 @@ def load_yaml_text_reference(
     the libyaml path must reproduce (the equivalence tests compare the two)."""
     _check_text_size(text, path)
     return _load(_reference_loader(text, path), path, identical_duplicates, keep_node)
-
-
-def _fast_path_allowed(text: str) -> bool:
-    return HAVE_LIBYAML and text.endswith("\n") and not _PURE_ONLY.search(text)
 
 
 def _check_text_size(text: str, path: str) -> None:
