@@ -74,7 +74,7 @@ def main() -> None:
         "reverse": lambda: [reverse.reverse_entries(a, graph, p) for a, p in handed],
     }
     if args.reference:
-        sys.path.insert(0, str(REPO / "tests" / "audit"))
+        sys.path.insert(0, str(REPO / "tests" / "support"))
         from judge_reference import ReferenceJudge, reference_distinct, reference_nearest
 
         def slow_reverse() -> Any:

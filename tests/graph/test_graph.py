@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 from pathlib import Path
 
 import networkx as nx
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "audit"))
-
 from audit_builders import (
     NVFP4,
     StandInNormaliser,

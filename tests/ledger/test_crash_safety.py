@@ -28,7 +28,7 @@ from provenance.model.ledger import PrRef
 from provenance.store.lock import writer_lock
 from provenance.store.verify import verify
 
-HERE = Path(__file__).resolve().parent
+SUPPORT = Path(__file__).resolve().parents[1] / "support"
 ITERATIONS = int(os.environ.get("PROVENANCE_CRASH_ITERATIONS", "8"))
 
 WRITER = textwrap.dedent(
@@ -55,7 +55,7 @@ WRITER = textwrap.dedent(
         log.write(f"{{pr.number}} {{record_id}} {{i + 1}}\\n")
     print("done", flush=True)
     """
-).format(here=str(HERE))
+).format(here=str(SUPPORT))
 
 
 def start_writer(workspace: Workspace, log: Path, start: int, count: int) -> subprocess.Popen[str]:

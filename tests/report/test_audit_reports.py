@@ -5,15 +5,10 @@ from __future__ import annotations
 import io
 import json
 import re
-import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
-from pydantic import ValidationError
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "audit"))
-
 from audit_builders import (
     StandInNormaliser,
     entry,
@@ -23,6 +18,7 @@ from audit_builders import (
     single_combo,
     single_record,
 )
+from pydantic import ValidationError
 
 from provenance.audit.pipeline import RecipeInput, audit
 from provenance.audit.verdicts import RECORD_INDEX, AuditReport

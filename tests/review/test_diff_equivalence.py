@@ -8,9 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 from per_selection_diff import assert_same_as_per_selection
-from recipes_repo import EMBEDDED, MODEL, commit_all, init_recipes_repo
+from recipes_repo import keep, pr_repo, without_mxfp8_args
 
 from provenance.audit.verdicts import (
     AuditReport,
@@ -31,29 +30,6 @@ from provenance.review.diff import diff_reports
 from provenance.review.pr_audit import PrAuditRequest, run_pr_audit
 
 
-def _repo(tmp_path: Path, edit_base: object, edit_head: object) -> tuple[Path, str, str]:
-    repo = init_recipes_repo(tmp_path)
-    work = Path(repo.working_tree_dir or "")
-    shas = []
-    for edit in (edit_base, edit_head):
-        data = yaml.safe_load((EMBEDDED / MODEL).read_text())
-        assert callable(edit)
-        edit(data)
-        (work / MODEL).write_text(yaml.safe_dump(data, sort_keys=False))
-        shas.append(commit_all(repo, "edit"))
-    return work, shas[0], shas[1]
-
-
-def _keep(data: dict[str, object]) -> None:
-    return None
-
-
-def _without_mxfp8_args(data: dict[str, object]) -> None:
-    variants = data["variants"]
-    assert isinstance(variants, dict)
-    variants["mxfp8"].pop("extra_args")
-
-
 def _without_mxfp8(data: dict[str, object]) -> None:
     variants = data["variants"]
     assert isinstance(variants, dict)
@@ -65,8 +41,8 @@ def _without_mxfp8(data: dict[str, object]) -> None:
     ("edit_base", "edit_head", "kinds"),
     [
         # the benchmark PR: re-adds the FP8 indexer cache of mxfp8 (~17k combinations)
-        (_without_mxfp8_args, _keep, {"flags-changed"}),
-        (_keep, _without_mxfp8, {"removed"}),
+        (without_mxfp8_args, keep, {"flags-changed"}),
+        (keep, _without_mxfp8, {"removed"}),
     ],
 )
 def test_whole_minimax_m3_pr_diff_equals_per_selection_diff(
@@ -78,7 +54,7 @@ def test_whole_minimax_m3_pr_diff_equals_per_selection_diff(
 ) -> None:
     # both sides audited whole (test_pr_narrowing.py covers the narrowed base)
     monkeypatch.setattr(pr_audit, "variant_change", lambda *args: None)
-    work, base, head = _repo(tmp_path, edit_base, edit_head)
+    work, base, head = pr_repo(tmp_path, edit_base, edit_head)
     result = run_pr_audit(PrAuditRequest(repo=work, base=base, head=head))
     changed = assert_same_as_per_selection(result.diff, result.base_report, result.head_report)
     assert changed > 1000

@@ -12,8 +12,15 @@ from typing import Any
 import pytest
 import yaml
 from per_selection_diff import assert_same_as_per_selection
-from recipes_repo import EMBEDDED, MODEL, commit_all, init_recipes_repo
-from test_diff_equivalence import _keep, _repo, _without_mxfp8_args
+from recipes_repo import (
+    EMBEDDED,
+    MODEL,
+    commit_all,
+    init_recipes_repo,
+    keep,
+    pr_repo,
+    without_mxfp8_args,
+)
 
 from provenance.audit.pipeline import AuditFilters
 from provenance.review import pr_audit
@@ -23,7 +30,7 @@ Edit = Callable[[dict[str, Any]], None]
 
 
 def _two_variants(data: dict[str, Any]) -> None:
-    _without_mxfp8_args(data)
+    without_mxfp8_args(data)
     args = data["variants"]["nvfp4"]["extra_args"]
     index = args.index("--kv-cache-dtype")
     del args[index : index + 2]
@@ -34,13 +41,13 @@ def _two_variants(data: dict[str, Any]) -> None:
     ("edit_base", "edit_head", "filters", "changed"),
     [
         # the benchmark PR
-        (_without_mxfp8_args, _keep, AuditFilters(), {"mxfp8"}),
-        (_keep, _two_variants, AuditFilters(), {"mxfp8", "nvfp4"}),
+        (without_mxfp8_args, keep, AuditFilters(), {"mxfp8"}),
+        (keep, _two_variants, AuditFilters(), {"mxfp8", "nvfp4"}),
         # the user's filters still apply; the changed variant filtered out: nothing on the base
-        (_without_mxfp8_args, _keep, AuditFilters(variants=("nvfp4", "mxfp4")), {"mxfp8"}),
+        (without_mxfp8_args, keep, AuditFilters(variants=("nvfp4", "mxfp4")), {"mxfp8"}),
         (
-            _without_mxfp8_args,
-            _keep,
+            without_mxfp8_args,
+            keep,
             AuditFilters(hardware=("b200", "mi355x"), features="none"),
             {"mxfp8"},
         ),
@@ -54,7 +61,7 @@ def test_narrowed_base_gives_the_diff_of_two_whole_audits(
     filters: AuditFilters,
     changed: set[str],
 ) -> None:
-    work, base, head = _repo(tmp_path, edit_base, edit_head)
+    work, base, head = pr_repo(tmp_path, edit_base, edit_head)
     request = PrAuditRequest(repo=work, base=base, head=head, filters=filters)
     narrowed = run_pr_audit(request)
     assert narrowed.narrowed is not None and narrowed.narrowed.changed == changed
@@ -99,7 +106,7 @@ def _default_changed(data: dict[str, Any]) -> None:
 
 
 def _outside_variants(data: dict[str, Any]) -> None:
-    _without_mxfp8_args(data)
+    without_mxfp8_args(data)
     data["compatible_strategies"] = data["compatible_strategies"][:-1]
 
 
@@ -108,10 +115,10 @@ def _outside_variants(data: dict[str, Any]) -> None:
     [
         # h200 was offered through mxfp8 alone: the other variants lose it too
         (_others_on_b200_only, _all_on_b200_only),
-        (_keep, _reordered),
-        (_keep, _default_changed),
-        (_keep, _outside_variants),
-        (_keep, _keep),
+        (keep, _reordered),
+        (keep, _default_changed),
+        (keep, _outside_variants),
+        (keep, keep),
     ],
 )
 def test_no_narrowing_when_other_variants_may_change(
@@ -122,7 +129,7 @@ def test_no_narrowing_when_other_variants_may_change(
 
 
 def test_narrowing_names_the_changed_variants(tmp_path: Path) -> None:
-    base, head = _roots(tmp_path, _keep, _two_variants)
+    base, head = _roots(tmp_path, keep, _two_variants)
     found = variant_change(base, head, MODEL)
     assert found is not None
     assert (found.recipe, found.changed) == ("MiniMaxAI/MiniMax-M3", {"mxfp8", "nvfp4"})

@@ -26,13 +26,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from inferencex_fixtures import MASTER_SINGLE, RepoBuilder
 from sec_fixtures import (
     LAUNCHER,
     MASTER,
-    MASTER_SINGLE,
     RUNNERS_PATH,
     SCRIPT,
-    RepoBuilder,
     base_files,
     run_provenance,
     tree_state,

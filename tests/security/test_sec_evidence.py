@@ -19,16 +19,13 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from inferencex_fixtures import MASTER_DISAGG, MASTER_SINGLE, RECIPE_4P1D, RepoBuilder
 from sec_fixtures import (
     LAUNCHER,
     MASTER,
-    MASTER_DISAGG,
-    MASTER_SINGLE,
     RECIPE,
-    RECIPE_4P1D,
     RUNNERS_PATH,
     SCRIPT,
-    RepoBuilder,
     base_files,
     run_provenance,
     tree_state,

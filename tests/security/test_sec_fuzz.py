@@ -27,15 +27,17 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sec_fixtures import (
-    CORPUS,
-    HOSTILE_YAML,
+from inferencex_fixtures import (
     LAUNCH_B300,
     MASTER_DISAGG,
     MASTER_SINGLE,
     RECIPE_4P1D,
-    REPO_ROOT,
     SCRIPT_MTP,
+)
+from sec_fixtures import (
+    CORPUS,
+    HOSTILE_YAML,
+    REPO_ROOT,
 )
 
 from provenance.errors import ProvenanceError

@@ -26,14 +26,11 @@ from xml.etree import ElementTree
 
 import pytest
 from click.testing import CliRunner
+from inferencex_fixtures import LAUNCH_B300, MASTER_SINGLE, RUNNERS, RepoBuilder
 from sec_fixtures import (
-    LAUNCH_B300,
     LAUNCHER,
     MASTER,
-    MASTER_SINGLE,
-    RUNNERS,
     RUNNERS_PATH,
-    RepoBuilder,
     base_files,
     reduced_recipes_root,
 )

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from inferencex_fixtures import RepoBuilder
 from sec_fixtures import (
     HOSTILE_YAML,
     MASTER,
@@ -23,7 +24,6 @@ from sec_fixtures import (
     REPO_ROOT,
     RUNNERS_PATH,
     HostileYaml,
-    RepoBuilder,
     base_files,
     commit_raw,
     reduced_recipes_root,

@@ -16,11 +16,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO_ROOT / "tests" / "evidence" / "inferencex"))
-
-import yaml  # noqa: E402
-from inferencex_fixtures import (  # noqa: E402  (the extractor tests' toy repository)
+import yaml
+from inferencex_fixtures import (
     LAUNCH_B300,
     MASTER_DISAGG,
     MASTER_SINGLE,
@@ -30,7 +27,9 @@ from inferencex_fixtures import (  # noqa: E402  (the extractor tests' toy repos
     RepoBuilder,
 )
 
-from provenance.safe_yaml import MAX_YAML_BYTES  # noqa: E402
+from provenance.safe_yaml import MAX_YAML_BYTES
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 CORPUS = REPO_ROOT.parent / "shared" / "corpus"
 SENTINEL_TOKEN = "ghp_SENTINEL0123456789abcdefABCDEF0123456789"

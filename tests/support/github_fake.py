@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-RECORDED = Path(__file__).parent / "recorded"
+RECORDED = Path(__file__).resolve().parents[1] / "github" / "recorded"
 REAL_API = "https://api.github.com"
 SENTINEL_TOKEN = "ghp_SENTINEL0123456789abcdefSENTINEL0123"
 
