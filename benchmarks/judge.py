@@ -49,23 +49,24 @@ def main() -> None:
     )
     keys: dict[CombinationKey, None] = {}
     handed: list[tuple[Any, Any]] = []
-    judged, reversed_ = Judge.outcome, pipeline.reverse_entries
+    patched: Any = pipeline  # its reverse_entries is swapped for a recording one below
+    judged, reversed_ = Judge.outcome, patched.reverse_entries
 
-    def outcome(judge: Judge, key: CombinationKey) -> Outcome:
+    def outcome(self: Judge, key: CombinationKey) -> Outcome:
         keys[key] = None
-        return judged(judge, key)
+        return judged(self, key)
 
     def reverse_entries(tally: Any, graph: Any, per_node: Any) -> Any:
         handed.append((tally, per_node))
         return reversed_(tally, graph, per_node)
 
     Judge.outcome = outcome  # type: ignore[method-assign]
-    pipeline.reverse_entries = reverse_entries
+    patched.reverse_entries = reverse_entries
     try:
         pipeline.audit(recipe_inputs(resolved, AuditFilters()), graph, normaliser, declarations)
     finally:
         Judge.outcome = judged  # type: ignore[method-assign]
-        pipeline.reverse_entries = reversed_
+        patched.reverse_entries = reversed_
 
     classify = normaliser.classify
     ordered = list(keys)
@@ -79,7 +80,7 @@ def main() -> None:
 
         def slow_reverse() -> Any:
             fast = reverse.distinct_combinations, reverse.nearest_combination
-            reverse.distinct_combinations, reverse.nearest_combination = (  # type: ignore[assignment]
+            reverse.distinct_combinations, reverse.nearest_combination = (
                 reference_distinct,
                 reference_nearest,
             )

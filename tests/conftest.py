@@ -1,4 +1,4 @@
-"""Suite-wide fixtures."""
+"""Suite-wide settings and fixtures."""
 
 from __future__ import annotations
 
@@ -7,6 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# No test depends on how long one example takes: the suite runs on shared, loaded
+# machines (2 cores, load 5-10), where Hypothesis's 200 ms per-example deadline fails
+# tests that are merely slow. Every @settings(...) inherits this profile.
+settings.register_profile("provenance", deadline=None)
+settings.load_profile("provenance")
 
 _CACHE_DIRS = itertools.count()
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import BaseModel, ConfigDict
 
@@ -43,7 +45,7 @@ def test_unparsable_yaml_names_line() -> None:
         load_yaml_text("a: [1, 2\nb: c: d\n", "bad.yaml")
 
 
-def test_non_utf8_and_bom(tmp_path) -> None:
+def test_non_utf8_and_bom(tmp_path: Path) -> None:
     assert load_yaml_bytes(b"\xef\xbb\xbfa: 1\n", "bom.yaml").data == {"a": 1}
     with pytest.raises(InputError, match=r"latin.yaml:2: file is not valid UTF-8"):
         load_yaml_bytes(b"a: 1\nb: caf\xe9\n", "latin.yaml")

@@ -119,7 +119,7 @@ def _assert_same_as_reference(text: str, duplicates: bool = False) -> bool:
         return False
     # A document composed over libyaml is checked and built exactly as the reference's.
     assert fast == reference
-    return fast[0] == "ok"
+    return bool(fast[0] == "ok")
 
 
 # --- generated documents ----------------------------------------------------------

@@ -311,7 +311,9 @@ def test_keep_holds_the_last_recipes_auditor_and_changes_nothing(edge_root: Path
     kept = audit(inputs(), graph, PolicyNormaliser(), keep=keep)
     assert kept.model_dump() == plain.model_dump()
     assert len(keep) == 1
-    tally, cells = keep[0]  # type: ignore[misc]
+    pair = keep[0]
+    assert isinstance(pair, tuple)
+    tally, cells = pair
     assert isinstance(tally, Tally) and isinstance(cells, CellWalk)
     assert tally.recipe == "Toy/Edge" and cells.tally is tally
     assert tally.count == sum(e.combinations for e in kept.verdicts if e.recipe == "Toy/Edge")

@@ -33,6 +33,7 @@ from provenance.audit.verdicts import ReverseEntry
 from provenance.model.flags import FlagSet
 from provenance.model.reasons import ReasonCode
 from provenance.model.record import EvidenceRecord
+from provenance.model.scope import DeploymentKind
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 OUTCOME_FIELDS = ("verdict", "roles", "reasons", "nearest", "evidence", "scope", "role_flags")
@@ -94,8 +95,11 @@ def scenarios(draw: st.DrawFn) -> tuple[list[tuple[EvidenceRecord, bool]], list[
     role_flags = st.one_of(flag_sets, st.sampled_from(seen)) if seen else flag_sets
     keys = []
     for _ in range(draw(st.integers(1, 12))):
-        kind = draw(st.sampled_from(("single_node", "aggregated_multi_node", "disaggregated")))
+        kind: DeploymentKind = draw(
+            st.sampled_from(("single_node", "aggregated_multi_node", "disaggregated"))
+        )
         node_count = None
+        roles: list[tuple[str, tuple[FlagSet, ...]]]
         if kind == "disaggregated":
             roles = draw(
                 st.permutations([("prefill", (draw(role_flags),)), ("decode", (draw(role_flags),))])
@@ -182,7 +186,7 @@ def minimax() -> Iterator[tuple[EvidenceIndex, Any, Captured]]:
     )
     captured = Captured()
     judged = Judge.outcome
-    reversed_ = pipeline.reverse_entries
+    reversed_ = reverse.reverse_entries  # what the pipeline calls (imported from reverse)
 
     def outcome(judge: Judge, key: CombinationKey) -> Outcome:
         captured.keys.append(key)

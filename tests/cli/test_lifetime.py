@@ -67,7 +67,9 @@ def test_audit_hands_its_structures_over_and_writes_the_same(
     assert kept is not None
     kinds = [type(item).__name__ for item in kept]
     assert kinds == ["LoadedEvidence", "tuple", "AuditReport"]
-    loaded, (auditor, _cells), report = kept
+    loaded, pair, report = kept
     assert isinstance(loaded, LoadedEvidence) and isinstance(report, AuditReport)
-    assert auditor.judge is loaded.judges["MiniMaxAI/MiniMax-M3"]  # type: ignore[attr-defined]
+    assert isinstance(pair, tuple)
+    auditor, _cells = pair
+    assert auditor.judge is loaded.judges["MiniMaxAI/MiniMax-M3"]
     assert report.summary.combinations == written["summary"]["combinations"]

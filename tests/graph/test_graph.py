@@ -17,11 +17,12 @@ from audit_builders import (
     single_record,
 )
 
-from provenance.audit.index import to_dot, to_node_link_json, write_graphml
+from provenance.audit.index import EvidenceIndex, to_dot, to_node_link_json, write_graphml
+from provenance.model.record import EvidenceRecord
 from provenance.model.scope import Scope
 
 
-def build() -> tuple[object, object, object]:
+def build() -> tuple[EvidenceIndex, EvidenceRecord, EvidenceRecord]:
     normaliser = StandInNormaliser()
     single = single_record("fp4-b200-vllm", "tensor_parallel_size=8 port=8000 block_size=128")
     pd = pd_record("fp4-b300-dynamo-vllm", "tensor_parallel_size=8", "tensor_parallel_size=8")

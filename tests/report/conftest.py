@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
+from audit_builders import verdict_entry
 
 from provenance.audit.verdicts import (
     AuditReport,
@@ -18,7 +19,6 @@ from provenance.audit.verdicts import (
     Reason,
     ReverseEntry,
     RoleFlags,
-    VerdictEntry,
 )
 from provenance.model.combination import PdPool, PdSelection, Selection
 from provenance.model.ledger import SweepRun
@@ -81,7 +81,7 @@ NVFP4_SERVE = (
 def sample_report() -> AuditReport:
     eagle = {"spec_decoding": "eagle3"}
     verdicts = (
-        VerdictEntry(
+        verdict_entry(
             recipe=RECIPE,
             selections=(
                 sel("nvfp4", "b200"),
@@ -92,7 +92,7 @@ def sample_report() -> AuditReport:
             roles=(RoleFlags(role="serve", flags=NVFP4_SERVE),),
             evidence=(EvidenceRef(record=REC_2120, prs=(f"{IX}#2120",)),),
         ),
-        VerdictEntry(
+        verdict_entry(
             recipe=RECIPE,
             selection=sel("nvfp4", "b200", features=("spec_decoding",), modes=eagle),
             verdict=VerdictKind.GUIDE_ONLY,
@@ -135,7 +135,7 @@ def sample_report() -> AuditReport:
                 ),
             ),
         ),
-        VerdictEntry(
+        verdict_entry(
             recipe=RECIPE,
             selections=(
                 sel(
@@ -189,7 +189,7 @@ def sample_report() -> AuditReport:
                 ),
             ),
         ),
-        VerdictEntry(
+        verdict_entry(
             recipe=RECIPE,
             selections=(sel("mxfp8", "h200"), sel("mxfp8", "h200", "single_node_tep")),
             verdict=VerdictKind.GUIDE_ONLY,
@@ -197,7 +197,7 @@ def sample_report() -> AuditReport:
             reasons=(Reason(code=ReasonCode.NO_EVIDENCE, detail=HOSTILE),),
             declared_by="mxfp8-hopper",
         ),
-        VerdictEntry(
+        verdict_entry(
             recipe=RECIPE,
             selection=sel("mxfp8", "b300", "multi_node_tp", nodes=2),
             verdict=VerdictKind.GUIDE_ONLY,
@@ -207,7 +207,7 @@ def sample_report() -> AuditReport:
             ),
             reasons=(Reason(code=ReasonCode.TOPOLOGY_MISMATCH, detail="no multi-node evidence"),),
         ),
-        VerdictEntry(
+        verdict_entry(
             recipe=RECIPE,
             selection=sel("mxfp8", "b300"),
             verdict=VerdictKind.RECOMMENDED,
@@ -359,23 +359,23 @@ def full_cross_product_report() -> AuditReport:
     for (variant, hardware, strategy, pd, spec, text_only), selections in groups.items():
         record = hashlib.sha256(f"{variant}/{hardware}/{strategy}".encode()).hexdigest()
         pr = f"{IX}#{2000 + len(hardware) * 37 + len(variant)}"
-        base = [
+        role_flags = [
             flag("kv_cache_dtype", "fp8" if variant != "default" else "auto", (record, pr[-4:])),
             flag("tensor_parallel_size", "8" if pd is None else str(pd[0] * 4), (record, pr[-4:])),
         ]
         if text_only:
-            base.append(flag("language_model_only", "true"))
+            role_flags.append(flag("language_model_only", "true"))
         if spec:
-            base.append(flag("speculative_config.method", spec, (record, pr[-4:])))
-            base.append(flag("speculative_config.num_speculative_tokens", "3"))
+            role_flags.append(flag("speculative_config.method", spec, (record, pr[-4:])))
+            role_flags.append(flag("speculative_config.num_speculative_tokens", "3"))
         roles = (
-            (RoleFlags(role="serve", flags=tuple(base)),)
+            (RoleFlags(role="serve", flags=tuple(role_flags)),)
             if pd is None
-            else tuple(RoleFlags(role=r, flags=tuple(base)) for r in ("prefill", "decode"))
+            else tuple(RoleFlags(role=r, flags=tuple(role_flags)) for r in ("prefill", "decode"))
         )
         recommended = spec is None and not text_only and strategy == "single_node_tp"
         verdicts.append(
-            VerdictEntry(
+            verdict_entry(
                 recipe=RECIPE,
                 selections=tuple(selections),
                 verdict=VerdictKind.RECOMMENDED if recommended else VerdictKind.GUIDE_ONLY,

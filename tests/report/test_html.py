@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from audit_builders import verdict_entry
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -325,7 +326,7 @@ def test_diff_from_review() -> None:
 def _one_entry_report(verdict: VerdictKind) -> AuditReport:
     from provenance.audit.verdicts import AuditSummary, RoleFlags
 
-    entry = VerdictEntry(
+    entry = verdict_entry(
         recipe="o/m",
         selection=Selection(variant="v", hardware="h", strategy="single_node_tp", node_count=1),
         verdict=verdict,
@@ -375,7 +376,7 @@ def test_embedded_json_never_contains_markup_characters(value: Any) -> None:
 
 def test_several_recipes_and_omni(make_report: Callable[..., AuditReport]) -> None:
     base = make_report()
-    other = VerdictEntry(
+    other = verdict_entry(
         recipe="Org/Omni",
         selection=Selection(variant="default", hardware="h200", strategy=None, node_count=None),
         verdict=VerdictKind.GUIDE_ONLY,

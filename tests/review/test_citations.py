@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from audit_builders import verdict_entry
+
 from provenance.audit.verdicts import (
     AuditReport,
     AuditSummary,
@@ -8,7 +10,6 @@ from provenance.audit.verdicts import (
     NearestEvidence,
     Reason,
     RoleFlags,
-    VerdictEntry,
 )
 from provenance.model.combination import PdPool, PdSelection, Selection
 from provenance.model.ledger import EvalScore, LedgerEntry, PrRef, SweepRun
@@ -41,7 +42,7 @@ def _report() -> AuditReport:
     indexer = FlagProvenance(
         key="attention_config.indexer_kv_dtype", value="fp8", cls="major", evidence=(REF_2120,)
     )
-    recommended = VerdictEntry(
+    recommended = verdict_entry(
         recipe="MiniMaxAI/MiniMax-M3",
         selections=(_single("b200"), _single("b300")),
         verdict=VerdictKind.RECOMMENDED,
@@ -57,7 +58,7 @@ def _report() -> AuditReport:
         evidence_value="1",
         sources=(f"{IX}#2314",),
     )
-    guide = VerdictEntry(
+    guide = verdict_entry(
         recipe="MiniMaxAI/MiniMax-M3",
         selection=_pd(),
         verdict=VerdictKind.GUIDE_ONLY,

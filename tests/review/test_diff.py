@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from audit_builders import verdict_entry
+
 from provenance.audit.verdicts import (
     AuditReport,
     AuditSummary,
@@ -45,7 +47,7 @@ def entry(
         for k, (v, backed) in flags.items()
     )
     reasons = () if verdict is REC else (Reason(code=ReasonCode.FLAG_UNEVIDENCED),)
-    return VerdictEntry(
+    return verdict_entry(
         recipe="MiniMaxAI/MiniMax-M3",
         selection=selection,
         verdict=verdict,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from audit_builders import verdict_entry
 from per_selection_diff import assert_same_as_per_selection
 from recipes_repo import keep, pr_repo, without_mxfp8_args
 
@@ -98,7 +99,7 @@ def _entry(
         for k, (v, backed) in flags.items()
     )
     roles = (RoleFlags(role="prefill", flags=provs), RoleFlags(role="decode", flags=provs))
-    return VerdictEntry(
+    return verdict_entry(
         recipe="o/m",
         selections=sets,
         verdict=verdict,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from recipes_repo import EMBEDDED, MODEL, REPO_ROOT
+from recipes_repo import EMBEDDED, MODEL, REPO_ROOT, work_tree
 from recipes_repo import commit_all as _commit
 from recipes_repo import init_recipes_repo as _init
 
@@ -31,7 +31,7 @@ def _mxfp8_indexer_pr(tmp_path: Path) -> tuple[Path, str, str]:
     """A recipes repository whose head adds the FP8 indexer back to the mxfp8 variant:
     its work tree, base and head."""
     repo = _init(tmp_path)
-    work = Path(repo.working_tree_dir)
+    work = work_tree(repo)
     _without_mxfp8_indexer(work / MODEL)
     base = _commit(repo, "base")
     shutil.copy(EMBEDDED / MODEL, work / MODEL)
@@ -56,14 +56,14 @@ FILTERS = AuditFilters(variants=("mxfp8",), hardware=("b200", "h200"), features=
 
 def test_added_flag_is_listed_everywhere_it_newly_appears(tmp_path: Path) -> None:
     repo = _init(tmp_path)
-    _without_mxfp8_indexer(Path(repo.working_tree_dir) / MODEL)
+    _without_mxfp8_indexer(work_tree(repo) / MODEL)
     base = _commit(repo, "base")
-    shutil.copy(EMBEDDED / MODEL, Path(repo.working_tree_dir) / MODEL)
+    shutil.copy(EMBEDDED / MODEL, work_tree(repo) / MODEL)
     head = _commit(repo, "add the FP8 indexer cache to mxfp8")
     ledger = _ledger(tmp_path)
     result = run_pr_audit(
         PrAuditRequest(
-            repo=Path(repo.working_tree_dir),
+            repo=work_tree(repo),
             base=base,
             head=head,
             ledger=ledger,
@@ -117,11 +117,11 @@ def _roles_with(report: AuditReport) -> dict[Selection, set[str]]:
 
 def test_declaration_lets_the_gate_pass_knowingly(tmp_path: Path) -> None:
     repo = _init(tmp_path)
-    _without_mxfp8_indexer(Path(repo.working_tree_dir) / MODEL)
+    _without_mxfp8_indexer(work_tree(repo) / MODEL)
     base = _commit(repo, "base")
-    shutil.copy(EMBEDDED / MODEL, Path(repo.working_tree_dir) / MODEL)
+    shutil.copy(EMBEDDED / MODEL, work_tree(repo) / MODEL)
     head = _commit(repo, "head")
-    declaration = {
+    declaration: dict[str, object] = {
         "id": "mxfp8-indexer",
         "match": {"recipe": "MiniMaxAI/MiniMax-M3", "variant": "mxfp8"},
         "reason": "FP8 indexer cache on MXFP8 is benchmarked on Blackwell only",
@@ -129,7 +129,7 @@ def test_declaration_lets_the_gate_pass_knowingly(tmp_path: Path) -> None:
     }
     ledger = _ledger(tmp_path, [declaration])
     request = PrAuditRequest(
-        repo=Path(repo.working_tree_dir),
+        repo=work_tree(repo),
         base=base,
         head=head,
         ledger=ledger,
@@ -145,11 +145,11 @@ def test_shared_file_change_audits_every_recipe_and_bad_yaml_names_the_revision(
 ) -> None:
     repo = _init(tmp_path)
     base = _commit(repo, "base")
-    taxonomy = Path(repo.working_tree_dir) / "taxonomy.yaml"
+    taxonomy = work_tree(repo) / "taxonomy.yaml"
     taxonomy.write_text(taxonomy.read_text() + "\nhardware_profiles: {}\n")
     head = _commit(repo, "broken taxonomy")
     request = PrAuditRequest(
-        repo=Path(repo.working_tree_dir),
+        repo=work_tree(repo),
         base=base,
         head=head,
         ledger=_ledger(tmp_path),
@@ -167,7 +167,7 @@ def test_history_replay_pr682_adds_indexer_to_nvfp4_and_mxfp8(tmp_path: Path) ->
     if not HISTORY.is_dir():
         pytest.skip("../shared/corpus is not available")
     repo = _init(tmp_path)
-    target = Path(repo.working_tree_dir) / MODEL
+    target = work_tree(repo) / MODEL
     commits: dict[str, str] = {}
     for version in sorted(HISTORY.glob("*.yaml")):
         shutil.copy(version, target)
@@ -177,7 +177,7 @@ def test_history_replay_pr682_adds_indexer_to_nvfp4_and_mxfp8(tmp_path: Path) ->
     filters = AuditFilters(features="none", hardware=("b200", "mi355x"))
     diff = run_pr_audit(
         PrAuditRequest(
-            repo=Path(repo.working_tree_dir),
+            repo=work_tree(repo),
             base=commits["672"],
             head=commits["682"],
             ledger=ledger,

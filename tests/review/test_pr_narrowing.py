@@ -132,7 +132,7 @@ def test_narrowing_names_the_changed_variants(tmp_path: Path) -> None:
     base, head = _roots(tmp_path, keep, _two_variants)
     found = variant_change(base, head, MODEL)
     assert found is not None
-    assert (found.recipe, found.changed) == ("MiniMaxAI/MiniMax-M3", {"mxfp8", "nvfp4"})
+    assert (found.recipe, found.changed) == ("MiniMaxAI/MiniMax-M3", frozenset({"mxfp8", "nvfp4"}))
     assert found.unchanged == {"default", "mxfp4"}
 
 

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from provenance.audit.index import EvidenceIndex
+from provenance.audit.normaliser import UnitFacts
+from provenance.audit.verdicts import VerdictEntry
 from provenance.model.combination import (
     PdPool,
     PdSelection,
@@ -43,6 +45,13 @@ HARNESS = {
     "served_model_name",
 }
 MAJOR_ENV = {"env:VLLM_FLOAT32_MATMUL_PRECISION"}
+
+
+def verdict_entry(**fields: Any) -> VerdictEntry:
+    """A ``VerdictEntry`` from its fields, where ``selection=`` (one plain selection) or
+    ``selections=`` (plain selections) may stand for the selection sets and their count
+    (the model's own before-validator; its typed constructor wants both spelt out)."""
+    return VerdictEntry.model_validate(fields)
 
 
 def _canon(value: Any) -> str:
@@ -98,6 +107,15 @@ class StandInNormaliser:
         self.calls += 1
         return self.major(parse_flags(argv, env))
 
+    def units_major(
+        self, head: tuple[str, ...], units: Sequence[tuple[str, ...]], env: Mapping[str, object]
+    ) -> FlagSet:
+        return self.command_major([*head, *(token for unit in units for token in unit)], env)
+
+    def unit_facts(self, unit: tuple[str, ...]) -> UnitFacts:
+        """Only the audit by factors asks (these tests hand over combinations, not cells)."""
+        raise NotImplementedError("the stand-in normaliser does not analyse argv units")
+
 
 # Evidence -------------------------------------------------------------------
 
@@ -135,7 +153,9 @@ def single_record(
         ),
         workloads=(WorkloadPoint(isl=8192, osl=1024, conc=conc),),
         roles={"serve": flags(serve)},
-        partial=(PartialMarker(construct="command-substitution", path="x.sh"),) if partial else (),
+        partial=(
+            (PartialMarker(construct_name="command-substitution", path="x.sh"),) if partial else ()
+        ),
     ).with_id()
 
 

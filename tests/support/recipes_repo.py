@@ -23,6 +23,12 @@ def init_recipes_repo(tmp_path: Path) -> git.Repo:
     return repo
 
 
+def work_tree(repo: git.Repo) -> Path:
+    """The work tree of a (non-bare) repository."""
+    assert repo.working_tree_dir is not None
+    return Path(repo.working_tree_dir)
+
+
 def commit_all(repo: git.Repo, message: str) -> str:
     """Commit every change of the work tree; the new commit's SHA."""
     repo.git.add(A=True)
@@ -34,7 +40,7 @@ def pr_repo(tmp_path: Path, edit_base: object, edit_head: object) -> tuple[Path,
     """A recipes repository with two commits: MiniMax-M3 edited by ``edit_base``, then by
     ``edit_head`` (each a function of the recipe's data); (work tree, base SHA, head SHA)."""
     repo = init_recipes_repo(tmp_path)
-    work = Path(repo.working_tree_dir or "")
+    work = work_tree(repo)
     shas = []
     for edit in (edit_base, edit_head):
         data = yaml.safe_load((EMBEDDED / MODEL).read_text())

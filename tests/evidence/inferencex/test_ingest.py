@@ -153,10 +153,9 @@ def test_missing_pieces_are_summarised(
 def test_unknown_runner_is_kept_raw_and_reported(make_repo: Callable[[], RepoBuilder]) -> None:
     builder = make_repo()
     files = _base_files()
-    files["configs/nvidia-master.yaml"] = MASTER_SINGLE.replace("runner: b300", "runner: b300-nv")
-    files["configs/nvidia-master.yaml"] += MASTER_SINGLE.replace("toy-fp4", "odd-fp4").replace(
-        "runner: b300", "runner: rtxlab"
-    )
+    master = MASTER_SINGLE.replace("runner: b300", "runner: b300-nv")
+    master += MASTER_SINGLE.replace("toy-fp4", "odd-fp4").replace("runner: b300", "runner: rtxlab")
+    files["configs/nvidia-master.yaml"] = master
     files["runners/launch_rtxlab.sh"] = LAUNCH_B300.replace("_b300", "_rtxlab")
     files[SCRIPT.replace("toy_fp4_b300", "toy_fp4_rtxlab")] = SCRIPT_MTP
     builder.commit("odd runner (#1)", files)

@@ -81,12 +81,12 @@ def _gitpython_entry(root: git.Tree, path: str) -> tuple[str, str, int, str] | N
         entry = root / path
     except KeyError:
         return None
-    return (entry.type, entry.hexsha, entry.mode, entry.path)
+    return (entry.type, entry.hexsha, entry.mode, str(entry.path))
 
 
 def _cached_entry(repo: git.Repo, root: git.Tree, path: str) -> tuple[str, str, int, str] | None:
     entry = tree_entry(repo, root, path)
-    return None if entry is None else (entry.type, entry.hexsha, entry.mode, entry.path)
+    return None if entry is None else (str(entry.type), entry.hexsha, entry.mode, entry.path)
 
 
 def test_tree_entry_equals_gitpython_lookups(make_repo: Callable[[], RepoBuilder]) -> None:
