@@ -29,10 +29,6 @@ ROOT = Path(__file__).resolve().parents[2] / "recipes"
 RECIPE = "MiniMaxAI/MiniMax-M3"
 SELECT = ["--variant", "nvfp4", "--hardware", "b200", "--strategy", "single_node_tp"]
 
-pytestmark = pytest.mark.skipif(
-    not (ROOT / "taxonomy.yaml").is_file(), reason="embedded recipes root missing"
-)
-
 
 def _record_for_tp8(green: bool) -> EvidenceRecord:
     root = load_recipes_root(ROOT)

@@ -31,6 +31,7 @@ from provenance.report.html import (
     render_html,
     run_url,
 )
+from provenance.review.diff import diff_reports
 
 JSON_ELEMENT = re.compile(
     r'<script type="application/json" id="provenance-data">(?P<body>.*?)</script>', re.S
@@ -314,12 +315,9 @@ def test_diff_marks_cells(report: AuditReport) -> None:
 
 
 def test_diff_from_review() -> None:
-    review = pytest.importorskip("provenance.review.diff")
     base = _one_entry_report(VerdictKind.RECOMMENDED)
     head = _one_entry_report(VerdictKind.GUIDE_ONLY)
-    html_diff = HtmlDiff.from_review(
-        review.diff_reports(base, head, base_label="base", head_label="head")
-    )
+    html_diff = HtmlDiff.from_review(diff_reports(base, head, base_label="base", head_label="head"))
     assert html_diff.changes == {"v · h · single_node_tp · 1n": ChangeKind.VERDICT_CHANGED}
 
 
