@@ -272,11 +272,16 @@ def _feature_mode_problems(spec: RecipeFile) -> Iterator[tuple[tuple[str | int, 
                 yield here, f"mode {mode_name!r} is not available for variant {variant_name!r}"
 
 
+def check_recipe_spec(spec: RecipeFile, loaded: LoadedYaml) -> None:
+    """The site's build-time rules beyond the schema; the first broken one is an InputError."""
+    for key_path, message in _feature_mode_problems(spec):
+        raise InputError(message, location=loaded.location(key_path))
+
+
 def load_recipe(root: RecipesRoot, ref: str | Path) -> Recipe:
     """Load and validate one model recipe (see :func:`resolve_recipe_path` for ``ref``)."""
     file = resolve_recipe_path(root, ref)
     loaded = _load_mapping(file, str(file), root.path)
     spec = validate_yaml(RecipeFile, loaded)
-    for key_path, message in _feature_mode_problems(spec):
-        raise InputError(message, location=loaded.location(key_path))
+    check_recipe_spec(spec, loaded)
     return Recipe(hf_id=recipe_identity(root, file, spec), path=file, spec=spec)

@@ -10,10 +10,13 @@ empty ``hopper: {}`` block as present (JavaScript truthiness), so a block that
 exists must never be collapsed to ``None``.
 
 Prose fields (``guide``, ``description``, notes …) are typed as text and never
-interpreted. Keys are the ones every recipe, strategy and kv_store file at
-vllm-project/recipes 8959cf6 uses, plus the few the builder reads that no file
-uses yet (``advanced_options``, ``kv_cache_strategy_hardware``, feature
-``companion``, role ``parallel_flag`` …).
+interpreted. Keys are the ones every recipe, strategy and kv_store file uses at any
+revision of vllm-project/recipes up to 8959cf6 (``tests/recipes/test_schema_history.py``
+walks them all), plus the few the builder reads that no file uses yet
+(``advanced_options``, ``kv_cache_strategy_hardware``, feature ``companion``, role
+``parallel_flag`` …). A key the site's builder never reads for a command is accepted
+where a revision the site accepted carries it, and ignored as the builder ignores it
+(each says so below).
 """
 
 from __future__ import annotations
@@ -286,6 +289,9 @@ class Variant(_Strict):
     default_modes: dict[str, str] | None = None
     docker_image: DockerImage | None = None
     min_vllm_version: str | None = None
+    #: 2026-07-02 to 2026-08-14 (DeepSeek-V4-Pro ``dspark``): the site's install block
+    #: switches to the nightly wheel; command synthesis never reads it.
+    nightly_required: bool | None = None
 
 
 class FeatureArgsOverride(_Strict):
@@ -328,6 +334,9 @@ class PdRoleOverride(_Strict):
     extra_args: ArgList | None = None
     vllm_args: ArgList | None = None
     env: EnvMap | None = None
+    #: Written (empty) by the first revision, 7f7a1b5 (DeepSeek-V3.2, removed in #525); the
+    #: builder reads a role's ``env``, never ``extra_env``: accepted and ignored.
+    extra_env: EnvMap | None = None
     nodes: HardwareKeyedInt | None = None
     parallelism: str | None = None
     tp: int | None = None
