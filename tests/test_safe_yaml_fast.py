@@ -313,6 +313,7 @@ def test_every_project_yaml_loads_as_the_reference_loads_it(folder: str) -> None
 
 @pytest.mark.corpus
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="no ../shared/corpus")
+@pytest.mark.slow
 def test_every_corpus_yaml_loads_as_the_reference_loads_it() -> None:
     # One mode, and the big master configs and perf-changelogs of the older snapshots
     # (inferencex-at/) left out: the pure-Python reference is slow (~10 s per MiB).

@@ -106,6 +106,7 @@ def _assert_writer_is_the_model(report: AuditReport) -> None:
     )
 
 
+@pytest.mark.slow
 def test_minimax_full_cross_product(
     embedded: tuple[RecipesRoot, Recipe, EvidenceIndex, Declarations],
 ) -> None:
@@ -118,6 +119,7 @@ def test_minimax_full_cross_product(
     assert sum(len(e.selections) for e in fast.verdicts) < 71_208 / 4
 
 
+@pytest.mark.slow
 def test_minimax_star_pairing_all_kv_with_declarations(
     embedded: tuple[RecipesRoot, Recipe, EvidenceIndex, Declarations],
 ) -> None:
@@ -184,6 +186,7 @@ def edge_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("model", ["Toy/Toy-1", "Toy/Edge"])
+@pytest.mark.slow
 def test_toy_roots_every_branch(edge_root: Path, model: str) -> None:
     root = load_recipes_root(edge_root)
     recipe = load_recipe(root, model)
@@ -289,6 +292,7 @@ def test_reduction_keeps_feature_args_whose_boundaries_could_move(edge_root: Pat
     assert reduce(twice) == tuple(twice)
 
 
+@pytest.mark.slow
 def test_keep_holds_the_last_recipes_auditor_and_changes_nothing(edge_root: Path) -> None:
     """``keep`` (the console script's keep-until-exit list) gets the last recipe's auditor
     and cell auditor, only that one, and the report is the same as without it."""

@@ -57,6 +57,7 @@ def test_fixture_root_matches_oracle(run: str, toy_root: RecipesRoot) -> None:
 
 
 @pytest.mark.corpus
+@pytest.mark.slow
 def test_minimax_m3_full_joint_cross_product(corpus_root: RecipesRoot) -> None:
     """(b) MiniMax-M3 at 8959cf6: all 71,208 records of the joint cross-product."""
     entry = golden("b_minimax_m3_joint.json.gz")

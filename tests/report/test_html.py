@@ -336,6 +336,7 @@ def _one_entry_report(verdict: VerdictKind) -> AuditReport:
     return AuditReport(tool_version="t", recipes=("o/m",), summary=summary, verdicts=(entry,))
 
 
+@pytest.mark.slow
 def test_full_cross_product_page_stays_small(full_report: AuditReport) -> None:
     page = render_html(full_report)
     data = page_data(page)

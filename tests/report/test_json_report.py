@@ -228,6 +228,7 @@ def reports(draw: st.DrawFn) -> AuditReport:
 
 @settings(max_examples=80, deadline=None)
 @given(reports())
+@pytest.mark.slow
 def test_stream_is_model_dump_json_byte_for_byte(report: AuditReport) -> None:
     assert streamed(report) == model_json(report) + "\n"
 

@@ -153,6 +153,7 @@ def _check_consistent(out: Path) -> None:
     Ledger(out / "ledger").entries()  # every ledger file parses and validates
 
 
+@pytest.mark.slow
 def test_sigkill_of_real_ingest_and_add_sweep_loses_nothing(tmp_path: Path) -> None:
     rng = random.Random(9_2026)
     builder, revs = build_history(tmp_path / "inferencex")

@@ -311,6 +311,7 @@ def test_normalise_argv_random(argv: list[str], env: dict[str, object]) -> None:
 
 @FUZZ
 @given(mutated_argv())
+@pytest.mark.slow
 def test_normalise_argv_mutated_recipe_args(argv: list[str]) -> None:
     _documented("normalise-argv", normalise_argv, ["vllm", "serve", "m", *argv])
 
@@ -329,6 +330,7 @@ JSON_LIKE = st.recursive(
     st.dictionaries(st.one_of(st.sampled_from(FLAG_WORDS), st.text(max_size=16)), JSON_LIKE),
     st.dictionaries(st.text(max_size=12), ENV_VALUES, max_size=4),
 )
+@pytest.mark.slow
 def test_normalise_mapping_random(config: dict[str, object], env: dict[str, object]) -> None:
     _documented("normalise-mapping", normalise_mapping, config, env)
 

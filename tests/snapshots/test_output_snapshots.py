@@ -42,6 +42,8 @@ class Case:
     digest: bool = False
     #: what the case needs beyond the repository: "" | "corpus" | "checkout"
     needs: str = ""
+    #: one of the slowest tests without a checkout (``--durations``)
+    slow: bool = False
 
 
 EXPLAIN_PD = (
@@ -86,7 +88,9 @@ CASES: dict[str, Case] = {
     "explain-pd-json": Case((*EXPLAIN_PD, "--format", "json"), digest=True),
     "explain-tp-text": Case(EXPLAIN_TP),
     "cite-en-zh": Case(("cite", "--lang", "en,zh")),
-    "combos-jsonl": Case(("combos", "MiniMaxAI/MiniMax-M3", "--recipes-root", "recipes"), True),
+    "combos-jsonl": Case(
+        ("combos", "MiniMaxAI/MiniMax-M3", "--recipes-root", "recipes"), True, slow=True
+    ),
     "evidence-list-text": Case(("evidence", "list", "--hardware", "b300"), digest=True),
     "evidence-list-json": Case(("evidence", "list", "--format", "json"), digest=True),
     "graph-json": Case(("graph", "--format", "json"), digest=True),
@@ -152,7 +156,8 @@ def pr682_repo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 def _slow(name: str) -> list[pytest.MarkDecorator]:
-    return [pytest.mark.slow] if CASES[name].needs == "checkout" else []
+    case = CASES[name]
+    return [pytest.mark.slow] if case.needs == "checkout" or case.slow else []
 
 
 @pytest.fixture

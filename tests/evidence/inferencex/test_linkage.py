@@ -265,6 +265,7 @@ def test_changelog_items_are_parsed_once_across_versions() -> None:
 
 
 @pytest.mark.corpus
+@pytest.mark.slow
 def test_changelog_item_by_item_on_every_real_version() -> None:
     """Every version of InferenceX's perf-changelog.yaml on the mirror's first-parent line."""
     mirror = Path(
