@@ -5,12 +5,19 @@ they reach a reviewer they are made inert:
 
 * :func:`terminal` — control characters (ANSI escape sequences, carriage
   returns, bells, …) become visible ``\\xNN`` escapes; newlines become ``\\n``;
-* :func:`markdown_inline` — a value shown inside a markdown line (PR comment,
-  job summary, citations): HTML and markdown metacharacters are
-  backslash-escaped or entity-encoded, ``@mentions`` and ``#refs`` are broken
-  with a zero-width joiner so they notify no one, newlines are flattened;
+* :func:`markdown_inline` — a value shown inside a markdown line or a GFM table
+  cell (PR comment, job summary, citations): HTML and markdown metacharacters
+  (``|`` included) are backslash-escaped or entity-encoded, ``@mentions`` and
+  URL schemes (``://``) are broken with a word joiner so they notify no one and
+  link nowhere, newlines are flattened;
 * :func:`markdown_code` — a value shown as inline code: wrapped in a backtick
-  fence longer than any backtick run inside it.
+  fence longer than any backtick run inside it;
+* :func:`markdown_cell_code` — inline code inside a GFM table cell: GFM splits a
+  row on ``|`` before it reads code spans, so the pipes are escaped too.
+
+Every markdown renderer writes untrusted values through these functions only
+(``tests/security/test_sec_markdown.py`` renders each markdown surface with real
+CommonMark + GFM renderers and a corpus of hostile values).
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ import re
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
+#: ``scheme://``: GFM's autolink extension (and linkify) turn it into a live link.
+_URL = re.compile(r":/(?=/)")
 _WORD_JOINER = "\u2060"
 
 
@@ -39,6 +48,7 @@ def markdown_inline(value: object) -> str:
     text = terminal(value)
     text = html.escape(text, quote=True)
     text = _MD_SPECIAL.sub(r"\\\1", text)
+    text = _URL.sub(":/" + _WORD_JOINER, text)
     return _MENTION.sub("@" + _WORD_JOINER, text)
 
 
@@ -49,3 +59,8 @@ def markdown_code(value: object) -> str:
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def markdown_cell_code(value: object) -> str:
+    """Inline code for ``value`` inside a GFM table cell (``|`` escaped, shown as ``|``)."""
+    return markdown_code(value).replace("|", "\\|")

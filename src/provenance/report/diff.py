@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from provenance.escaping import markdown_cell_code as cell_code
 from provenance.escaping import markdown_code, markdown_inline, terminal
 from provenance.report.grouping import reason_label
 from provenance.review.diff import ChangeGroup, DiffReport, LensEntry
@@ -163,11 +164,11 @@ def write_markdown(diff: DiffReport, out: TextIO) -> None:
         w("| nearest |\n")
         w("|---|---|---|---|---|---|---|---|\n")
         for (recipe, variant, hardware, strategy, why), g in groups[:MAX_GROUPS]:
-            reasons = "<br>".join(f"{markdown_code(r)} ×{n}" for r, n in g.reasons.most_common(3))
+            reasons = "<br>".join(f"{cell_code(r)} ×{n}" for r, n in g.reasons.most_common(3))
             nearest = "<br>".join(markdown_inline(n) for n, _ in g.nearest.most_common(2))
             w(
-                f"| {markdown_code(recipe)} | {markdown_code(variant)} | {markdown_code(hardware)} "
-                f"| {markdown_code(strategy)} | {markdown_inline(BLOCK_TEXT.get(why, why))} "
+                f"| {cell_code(recipe)} | {cell_code(variant)} | {cell_code(hardware)} "
+                f"| {cell_code(strategy)} | {markdown_inline(BLOCK_TEXT.get(why, why))} "
                 f"| {g.count} | {reasons} | {nearest or '—'} |\n"
             )
         if len(groups) > MAX_GROUPS:
@@ -180,8 +181,8 @@ def write_markdown(diff: DiffReport, out: TextIO) -> None:
         w("|---|---|---|---|---|---|\n")
         for (kind, recipe, variant, hardware, strategy), count in rows[:MAX_CHANGE_ROWS]:
             w(
-                f"| {markdown_code(kind)} | {markdown_code(recipe)} | {markdown_code(variant)} "
-                f"| {markdown_code(hardware)} | {markdown_code(strategy)} | {count} |\n"
+                f"| {cell_code(kind)} | {cell_code(recipe)} | {cell_code(variant)} "
+                f"| {cell_code(hardware)} | {cell_code(strategy)} | {count} |\n"
             )
         if len(rows) > MAX_CHANGE_ROWS:
             w(f"\n… {len(rows) - MAX_CHANGE_ROWS} more rows in the JSON output.\n")
@@ -200,9 +201,9 @@ def write_markdown(diff: DiffReport, out: TextIO) -> None:
                 shown += 1
                 prs = ", ".join(markdown_inline(p) for p in sorted(row.prs)) or "—"
                 w(
-                    f"| {markdown_code(f'{entry.key}={entry.value}')} | {markdown_code(variant)} "
-                    f"| {markdown_code(hardware)} | {markdown_code(strategy)} | "
-                    f"{markdown_code(role)} | {row.evidenced} | {row.unevidenced} | {prs} |\n"
+                    f"| {cell_code(f'{entry.key}={entry.value}')} | {cell_code(variant)} "
+                    f"| {cell_code(hardware)} | {cell_code(strategy)} | "
+                    f"{cell_code(role)} | {row.evidenced} | {row.unevidenced} | {prs} |\n"
                 )
         if total > shown:
             w(f"\n… {total - shown} more rows in the JSON output.\n")

@@ -12,7 +12,7 @@ import re
 from typing import TextIO
 
 from provenance.audit.verdicts import AuditReport
-from provenance.escaping import markdown_code, markdown_inline
+from provenance.escaping import markdown_cell_code, markdown_code, markdown_inline
 from provenance.report.grouping import group_rows
 
 #: Most summary rows written, and a character budget for them: a PR comment is
@@ -34,7 +34,7 @@ def cell(value: object) -> str:
 
 def code_cell(value: object) -> str:
     """Inline code in a table cell: GFM splits cells on ``|`` even inside code spans."""
-    return markdown_code(value).replace("|", "\\|")
+    return markdown_cell_code(value)
 
 
 def pr_link(ref: str) -> str:
