@@ -18,6 +18,14 @@ Users override classes in the audited repository: ``provenance.toml``
 globs (``env:NCCL_*``, ``compilation_config.*``). User rules are tried before
 the defaults; within one layer an exact key beats a glob, and a longer glob
 beats a shorter one.
+
+Three tables refine the classes (each with its basis, each overridable in the same
+file): *aliases* map the spellings of one knob to one canonical key
+(:mod:`provenance.normalise.aliases`, ``[aliases]``); *context rules* make a flag
+inert for a role or next to another flag (:mod:`provenance.normalise.context`,
+``[context.<id>]``); *compared defaults* give vLLM's value of a key a command leaves
+unset, so that an explicit ``--tensor-parallel-size 1`` against evidence at 8 reads
+as the value mismatch it is (:data:`COMPARED_DEFAULTS`).
 """
 
 from __future__ import annotations
@@ -33,14 +41,20 @@ from pydantic import BaseModel, ConfigDict
 
 from provenance.errors import InputError
 from provenance.model.flags import FlagClass, FlagSet
+from provenance.normalise.aliases import DEFAULT_ALIASES, AliasRule, AliasTable
+from provenance.normalise.canonical import ONE_BY_DEFAULT
+from provenance.normalise.context import DEFAULT_CONTEXT_RULES, ContextRule, ContextRules
 
 __all__ = [
+    "COMPARED_DEFAULTS",
     "DEFAULT_RULES",
     "UNKNOWN_BASIS",
     "Policy",
     "PolicyRule",
     "default_policy",
     "load_policy",
+    "parse_aliases_table",
+    "parse_context_table",
     "parse_policy_table",
 ]
 
@@ -127,6 +141,19 @@ _S7_FUNCTIONAL = "spec §7: functional, perf-neutral (recipe features)"
 _RECIPES_S3 = (
     "recipes-builder-spec §3.3: emitted per node by the parallelism emitter (placement plumbing)"
 )
+_ENV_KERNEL = (
+    "kernel and backend switches of vLLM's environment ({}): kernel selection, by analogy "
+    "to the explicit backends (spec §7)"
+)
+_ENV_CLIENT = (
+    "benchmark client settings ({}): read by the benchmark client, not by the server "
+    "(spec §7: harness)"
+)
+_ENV_STORAGE = (
+    "weight and data loading from storage ({}): where bytes come from, not what is served "
+    "(spec §7: harness, like HF_* and load_format)"
+)
+_S7_CATCH_ALL = "spec §7 catch-all ('other flags that materially change ... its throughput')"
 _RECIPES_S4 = (
     "recipes-builder-spec §4 step 6: env the builder emits per PD pool / multi-node rendezvous "
     "(placement plumbing, like NCCL_SOCKET_IFNAME)"
@@ -200,6 +227,13 @@ DEFAULT_RULES: tuple[PolicyRule, ...] = _rules(
         ),
         ("env:TORCH_BLAS_PREFER_HIPBLASLT", MAJOR, _S7_KERNEL_ANALOGY + " (GEMM library)"),
         ("env:VLLM_ROCM_QUICK_REDUCE_QUANTIZATION", MAJOR, _S7_NUMERICS + "; quantised all-reduce"),
+        ("env:VLLM_ROCM_QUICK_REDUCE_*", MAJOR, _S7_NUMERICS + "; quantised all-reduce settings"),
+        ("env:VLLM_USE_*", MAJOR, _ENV_KERNEL.format("VLLM_USE_*")),
+        ("env:VLLM_ROCM_*", MAJOR, _ENV_KERNEL.format("VLLM_ROCM_*, the ROCm kernel switches")),
+        ("env:VLLM_*_BACKEND", MAJOR, _ENV_KERNEL.format("VLLM_*_BACKEND")),
+        ("env:NCCL_ALGO", MAJOR, _ENV_KERNEL.format("NCCL collective algorithm")),
+        ("env:NCCL_PROTO", MAJOR, _ENV_KERNEL.format("NCCL collective protocol")),
+        ("cpu_offload_gb", MAJOR, _S7_CATCH_ALL + ": weights offloaded to CPU memory"),
         # --- tuning: InferenceX per-point tuning ----------------------------------
         ("max_num_seqs", TUNING, _S7_TUNING),
         ("max_num_batched_tokens", TUNING, _S7_TUNING),
@@ -287,6 +321,13 @@ DEFAULT_RULES: tuple[PolicyRule, ...] = _rules(
         ("env:PYTHONNOUSERSITE", HARNESS, _S7_HARNESS + " (Python start-up; #2511 launchers)"),
         ("env:EVAL_FRAMEWORK", HARNESS, _S7_HARNESS + " (benchmark harness eval selector; #2511)"),
         ("load_format", HARNESS, _S7_HARNESS + " (weight loading)"),
+        ("safetensors_load_strategy", HARNESS, _ENV_STORAGE.format("safetensors loading")),
+        ("env:AIPERF_*", HARNESS, _ENV_CLIENT.format("AIPerf, AIPERF_*")),
+        ("env:WEKA_*", HARNESS, _ENV_STORAGE.format("WEKA storage, WEKA_*")),
+        ("env:RUNAI_STREAMER_*", HARNESS, _ENV_STORAGE.format("Run:ai model streamer")),
+        ("env:AWS_*", HARNESS, _ENV_STORAGE.format("object storage credentials, AWS_*")),
+        ("env:S3_*", HARNESS, _ENV_STORAGE.format("object storage, S3_*")),
+        ("env:SAFETENSORS_*", HARNESS, _ENV_STORAGE.format("safetensors loading")),
         ("init_timeout", HARNESS, _S7_HARNESS + " (timeout)"),
         ("distributed_executor_backend", HARNESS, _S7_HARNESS + " (process launcher)"),
         ("enable_sleep_mode", HARNESS, _S7_HARNESS + " (server lifecycle)"),
@@ -313,7 +354,19 @@ DEFAULT_RULES: tuple[PolicyRule, ...] = _rules(
         ("dyn_tool_call_parser", FUNCTIONAL, _S7_FUNCTIONAL + " (Dynamo spelling)"),
         ("dyn_reasoning_parser", FUNCTIONAL, _S7_FUNCTIONAL + " (Dynamo spelling)"),
         ("dyn_default_thinking_mode", FUNCTIONAL, _S7_FUNCTIONAL + " (Dynamo chat template)"),
+        ("enable_prompt_tokens_details", FUNCTIONAL, _S7_FUNCTIONAL + " (usage details)"),
     ]
+)
+
+#: vLLM's value of a key a command leaves unset, for the keys whose explicit default
+#: the normaliser drops (``ONE_BY_DEFAULT``): comparisons read an absent key as this
+#: value, so ``--tensor-parallel-size 1`` against evidence at 8 is a value mismatch
+#: (1 vs 8), not a flag missing from the recipe. Booleans are not here: a switch left
+#: off is reported as the missing flag it is (``missing-flag language_model_only``).
+COMPARED_DEFAULTS: dict[str, str] = {key: "1" for key in sorted(ONE_BY_DEFAULT)}
+COMPARED_DEFAULTS_BASIS = (
+    "vLLM EngineArgs: tensor/pipeline/data parallel size default to 1; the normaliser drops "
+    "an explicit 1 so that equal deployments compare equal (docs/flags.md)"
 )
 
 
@@ -337,9 +390,15 @@ class _Layer:
 
 
 class Policy:
-    """Classifies canonical flag keys; memoised per key (audits classify very often)."""
+    """Classifies canonical flag keys; memoised per key (audits classify very often).
 
-    __slots__ = ("_classes", "_layers", "_rules", "origin")
+    A key that is a spelling of an aliased knob is classified as its canonical key.
+    :meth:`major` keeps the major flags of a command (spellings as written);
+    :meth:`in_context` then puts aliased spellings under their canonical key and drops
+    the flags a context rule makes inert for the command's role.
+    """
+
+    __slots__ = ("_classes", "_context_memo", "_layers", "_rules", "aliases", "context", "origin")
 
     def __init__(
         self,
@@ -347,10 +406,15 @@ class Policy:
         overrides: Iterable[PolicyRule] = (),
         *,
         origin: str = "default",
+        aliases: Iterable[AliasRule] = DEFAULT_ALIASES,
+        context: Iterable[ContextRule] = DEFAULT_CONTEXT_RULES,
     ) -> None:
         self._layers = (_Layer(overrides), _Layer(rules))
         self._rules: dict[str, PolicyRule | None] = {}
         self._classes: dict[str, FlagClass] = {}
+        self._context_memo: dict[tuple[FlagSet, str | None], FlagSet] = {}
+        self.aliases = AliasTable(aliases)
+        self.context = ContextRules(context)
         self.origin = origin
 
     @property
@@ -365,9 +429,14 @@ class Policy:
         """The rule that decides ``key`` (``None``: no rule, so major by default)."""
         if key in self._rules:
             return self._rules[key]
-        found = self._layers[0].find(key) or self._layers[1].find(key)
+        target = self.aliases.canonical(key)
+        found = self._layers[0].find(target) or self._layers[1].find(target)
         self._rules[key] = found
         return found
+
+    def is_classified(self, key: str) -> bool:
+        """Whether a rule names ``key`` (else it is major only by the catch-all)."""
+        return self.rule_for(key) is not None
 
     def classify(self, key: str) -> FlagClass:
         cls = self._classes.get(key)
@@ -379,15 +448,49 @@ class Policy:
 
     def basis(self, key: str) -> str:
         rule = self.rule_for(key)
-        if rule is None:
-            return UNKNOWN_BASIS
-        if rule.origin != "default":
-            return f"{rule.origin}: {rule.basis}"
-        return rule.basis
+        text = UNKNOWN_BASIS if rule is None else rule.basis
+        if rule is not None and rule.origin != "default":
+            text = f"{rule.origin}: {text}"
+        alias = self.aliases.rule_of(key)
+        if alias is not None:
+            text = f"spelling of {alias.canonical} ({alias.basis}); {text}"
+        return text
 
     def major(self, flags: FlagSet) -> FlagSet:
-        """The flags that need evidence."""
+        """The flags that need evidence (before their context: see :meth:`in_context`)."""
         return FlagSet({k: v for k, v in flags.items() if self.classify(k) is MAJOR})
+
+    def in_context(self, major: FlagSet, role: str | None) -> FlagSet:
+        """``major`` (a command's major flags) with aliased spellings under their canonical
+        key and without the flags a context rule makes inert for ``role`` (an evidence
+        role: serve, prefill, decode). Memoised per (flags, role)."""
+        memo_key = (major, role)
+        found = self._context_memo.get(memo_key)
+        if found is not None:
+            return found
+        flags = self.aliases.apply(major)
+        if self.context:
+            canonical = self.aliases.canonical
+            inert = [k for k in flags if self.context.inert(canonical(k), role, flags) is not None]
+            if inert:
+                flags = flags.without(inert)
+        found = self._context_memo[memo_key] = flags
+        return found
+
+    def effective(self, flags: FlagSet, role: str | None) -> FlagSet:
+        """:meth:`major` then :meth:`in_context`: what a command of ``role`` is compared by."""
+        return self.in_context(self.major(flags), role)
+
+    def inert_rule(self, key: str, role: str | None, major: FlagSet) -> ContextRule | None:
+        """The context rule that makes ``key`` inert in a command with these major flags."""
+        flags = self.aliases.apply(major)
+        return self.context.inert(self.aliases.canonical(key), role, flags)
+
+    @staticmethod
+    def compared_default(key: str) -> str | None:
+        """vLLM's value of ``key`` when a command leaves it unset, where comparisons use it
+        (:data:`COMPARED_DEFAULTS`); None for every other key."""
+        return COMPARED_DEFAULTS.get(key)
 
     def by_class(self, flags: FlagSet) -> dict[FlagClass, FlagSet]:
         """Split a FlagSet by class (every class present, possibly empty)."""
@@ -474,6 +577,132 @@ def parse_policy_table(table: object, *, path: str, table_name: str) -> tuple[Po
     return tuple(rules)
 
 
+def _key_pattern(raw: object, *, path: str, key_path: str) -> str:
+    pattern = _canonical_pattern(str(raw))
+    if pattern is None:
+        raise InputError(
+            f"{raw!r} is not a flag key or pattern",
+            path=path,
+            key_path=key_path,
+            hint="use canonical keys such as stream_interval, attention_config.backend, "
+            "env:NCCL_* (globs * ? [] allowed)",
+        )
+    return pattern
+
+
+def parse_aliases_table(table: object, *, path: str, table_name: str) -> tuple[AliasRule, ...]:
+    """``"canonical key" = ["spelling", ...]`` per line; an empty list drops a default alias."""
+    if not isinstance(table, Mapping):
+        raise InputError(
+            f'[{table_name}] must be a table of "canonical key" = ["spelling", ...]',
+            path=path,
+            key_path=table_name,
+        )
+    rules = []
+    origin = Path(path).name
+    for raw_key, raw_value in table.items():
+        key_path = f"{table_name}.{raw_key}"
+        canonical = _key_pattern(raw_key, path=path, key_path=key_path)
+        if not isinstance(raw_value, list) or not all(isinstance(v, str) for v in raw_value):
+            raise InputError(
+                f"the spellings of {raw_key!r} must be a list of flag keys",
+                path=path,
+                key_path=key_path,
+            )
+        spellings = tuple(_key_pattern(v, path=path, key_path=key_path) for v in raw_value)
+        if any(ch in item for item in (canonical, *spellings) for ch in "*?["):
+            raise InputError("aliases name exact keys, not globs", path=path, key_path=key_path)
+        rules.append(
+            AliasRule(
+                canonical=canonical,
+                spellings=spellings,
+                basis=f"override in {origin} [{table_name}]",
+                origin=origin,
+            )
+        )
+    return tuple(rules)
+
+
+_CONTEXT_FIELDS = {"keys", "roles", "when", "enabled", "basis"}
+
+
+def parse_context_table(table: object, *, path: str, table_name: str) -> tuple[ContextRule, ...]:
+    """``[context.<id>]`` tables: ``keys`` (a pattern), ``roles``, ``when``, ``enabled``,
+    ``basis``. An id of a default rule changes that rule; another id adds one."""
+    if not isinstance(table, Mapping):
+        raise InputError(
+            f"[{table_name}] must hold one table per rule id", path=path, key_path=table_name
+        )
+    defaults = {rule.id: rule for rule in DEFAULT_CONTEXT_RULES}
+    origin = Path(path).name
+    rules = []
+    for rule_id, fields in table.items():
+        key_path = f"{table_name}.{rule_id}"
+        if not isinstance(fields, Mapping):
+            raise InputError("a context rule is a table", path=path, key_path=key_path)
+        unknown = sorted(set(fields) - _CONTEXT_FIELDS)
+        if unknown:
+            raise InputError(
+                f"unknown field {unknown[0]!r} (allowed: {', '.join(sorted(_CONTEXT_FIELDS))})",
+                path=path,
+                key_path=f"{key_path}.{unknown[0]}",
+            )
+        base = defaults.get(str(rule_id))
+        update: dict[str, object] = {"origin": origin}
+        if "keys" in fields:
+            update["pattern"] = _key_pattern(fields["keys"], path=path, key_path=f"{key_path}.keys")
+        if "roles" in fields:
+            roles = fields["roles"]
+            if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
+                raise InputError(
+                    "roles must be a list of role names (serve, prefill, decode)",
+                    path=path,
+                    key_path=f"{key_path}.roles",
+                )
+            update["roles"] = tuple(roles)
+        if "when" in fields:
+            when = fields["when"]
+            if not isinstance(when, Mapping) or not all(
+                isinstance(v, str | bool | int) for v in when.values()
+            ):
+                raise InputError(
+                    'when must be a table of "flag key" = value',
+                    path=path,
+                    key_path=f"{key_path}.when",
+                )
+            update["when"] = {
+                _key_pattern(k, path=path, key_path=f"{key_path}.when.{k}"): _toml_value(v)
+                for k, v in when.items()
+            }
+        if "enabled" in fields:
+            if not isinstance(fields["enabled"], bool):
+                raise InputError(
+                    "enabled must be true or false", path=path, key_path=f"{key_path}.enabled"
+                )
+            update["enabled"] = fields["enabled"]
+        if "basis" in fields:
+            update["basis"] = str(fields["basis"])
+        if base is not None:
+            rule = base.model_copy(update=update)
+        else:
+            if "pattern" not in update or not (update.get("roles") or update.get("when")):
+                raise InputError(
+                    f"new context rule {rule_id!r} needs keys and roles or when",
+                    path=path,
+                    key_path=key_path,
+                )
+            update.setdefault("basis", f"override in {origin} [{table_name}]")
+            rule = ContextRule.model_validate({"id": str(rule_id), **update})
+        rules.append(rule)
+    return tuple(rules)
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def _read_toml(path: Path) -> dict[str, object]:
     try:
         raw = path.read_bytes()
@@ -487,38 +716,64 @@ def _read_toml(path: Path) -> dict[str, object]:
         raise InputError(f"not valid TOML: {exc}", path=path) from None
 
 
+_SECTIONS = ("policy", "aliases", "context")
+
+
 def load_policy(repo_dir: Path | None) -> Policy:
     """The default policy plus the overrides of the repository at ``repo_dir``.
 
-    Reads ``provenance.toml`` (``[policy]``) and ``pyproject.toml``
-    (``[tool.provenance.policy]``); a repository may use one of them, not both.
-    ``None`` or a repository with neither gives the default policy.
+    Reads ``provenance.toml`` (``[policy]``, ``[aliases]``, ``[context.<id>]``) and
+    ``pyproject.toml`` (the same under ``[tool.provenance]``); a repository may use one
+    of them, not both. ``None`` or a repository with neither gives the default policy.
     """
     if repo_dir is None:
         return default_policy()
-    found: list[tuple[Path, str, object]] = []
+    found: list[tuple[Path, str, dict[str, object]]] = []
     own = repo_dir / "provenance.toml"
     if own.is_file():
         data = _read_toml(own)
-        if "policy" in data:
-            found.append((own, "policy", data["policy"]))
+        sections = {name: data[name] for name in _SECTIONS if name in data}
+        if sections:
+            found.append((own, "", sections))
     pyproject = repo_dir / "pyproject.toml"
     if pyproject.is_file():
         data = _read_toml(pyproject)
         tool = data.get("tool")
         section = tool.get("provenance") if isinstance(tool, dict) else None
-        if isinstance(section, dict) and "policy" in section:
-            found.append((pyproject, "tool.provenance.policy", section["policy"]))
+        if isinstance(section, dict):
+            sections = {name: section[name] for name in _SECTIONS if name in section}
+            if sections:
+                found.append((pyproject, "tool.provenance.", sections))
     if not found:
         return default_policy()
     if len(found) > 1:
         raise InputError(
-            "the policy is defined twice: in provenance.toml [policy] and in "
-            "pyproject.toml [tool.provenance.policy]",
+            "the policy is defined twice: in provenance.toml and in "
+            "pyproject.toml [tool.provenance]",
             path=found[1][0],
-            key_path=found[1][1],
+            key_path="tool.provenance",
             hint="keep one of them",
         )
-    path, table_name, table = found[0]
-    overrides = parse_policy_table(table, path=str(path), table_name=table_name)
-    return Policy(DEFAULT_RULES, overrides, origin=str(path))
+    path, prefix, sections = found[0]
+    overrides: tuple[PolicyRule, ...] = ()
+    aliases: tuple[AliasRule, ...] = ()
+    context: tuple[ContextRule, ...] = ()
+    if "policy" in sections:
+        overrides = parse_policy_table(
+            sections["policy"], path=str(path), table_name=f"{prefix}policy"
+        )
+    if "aliases" in sections:
+        aliases = parse_aliases_table(
+            sections["aliases"], path=str(path), table_name=f"{prefix}aliases"
+        )
+    if "context" in sections:
+        context = parse_context_table(
+            sections["context"], path=str(path), table_name=f"{prefix}context"
+        )
+    return Policy(
+        DEFAULT_RULES,
+        overrides,
+        origin=str(path),
+        aliases=(*DEFAULT_ALIASES, *aliases),
+        context=(*DEFAULT_CONTEXT_RULES, *context),
+    )

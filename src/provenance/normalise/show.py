@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from provenance.errors import InputError, SourceLocation
 from provenance.model.flags import FlagClass
+from provenance.model.scope import EVIDENCE_ROLE
 from provenance.normalise.canonical import (
     ConfigMerge,
     NormalisedCommand,
@@ -91,8 +92,29 @@ def _role_view(role: str | None, command: NormalisedCommand, policy: Policy) -> 
         port=command.port,
         flags=rows,
         argv=render_command(command),
-        notes=list(command.notes),
+        notes=[*command.notes, *_policy_notes(role, command, policy)],
     )
+
+
+def _policy_notes(role: str | None, command: NormalisedCommand, policy: Policy) -> list[str]:
+    """What the policy's aliases and context rules do to this command's major flags."""
+    major = policy.major(command.flags)
+    evidence_role = EVIDENCE_ROLE.get(role or "", role)
+    notes = []
+    for key in major:
+        alias = policy.aliases.rule_of(key)
+        if alias is not None:
+            notes.append(f"{key} is a spelling of {alias.canonical}: compared as that key")
+        rule = policy.inert_rule(key, evidence_role, major)
+        if rule is not None:
+            notes.append(
+                f"{key} is inert {rule.describe()} (context rule {rule.id}): it needs no evidence"
+            )
+    notes += [
+        f"{canonical} is written twice with different values: both spellings are compared"
+        for canonical in policy.aliases.conflicts(major)
+    ]
+    return notes
 
 
 def show_argv(
