@@ -66,3 +66,21 @@ def test_hostile_corpus_round() -> None:
     for value in HOSTILE:
         assert "\x1b" not in markdown_inline(value)
         assert "\n" not in markdown_code(value)
+
+
+@given(st.text())
+def test_markdown_block_cannot_be_closed_from_inside(text: str) -> None:
+    from provenance.escaping import markdown_block
+
+    block = markdown_block(text, "diff")
+    lines = block.split("\n")
+    fence = lines[0].removesuffix("diff")
+    assert set(fence) == {"`"} and lines[-1] == fence
+    assert all(fence not in line for line in lines[1:-1])
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", block)
+
+
+def test_markdown_block_keeps_lines() -> None:
+    from provenance.escaping import markdown_block
+
+    assert markdown_block("a\n```\nb\n", "diff") == "````diff\na\n```\nb\n````"

@@ -64,3 +64,14 @@ def markdown_code(value: object) -> str:
 def markdown_cell_code(value: object) -> str:
     """Inline code for ``value`` inside a GFM table cell (``|`` escaped, shown as ``|``)."""
     return markdown_code(value).replace("|", "\\|")
+
+
+def markdown_block(value: object, info: str = "") -> str:
+    """A fenced code block holding ``value`` line by line (control characters made
+    visible, as :func:`terminal` does), fenced longer than any backtick run inside."""
+    lines = [terminal(line) for line in str(value).split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()
+    longest = max((len(run) for line in lines for run in re.findall(r"`+", line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return "\n".join([f"{fence}{terminal(info)}", *lines, fence])

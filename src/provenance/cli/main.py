@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("provenance.cli.ledger", "verify"),
     "graph": ("provenance.cli.graph", "graph"),
     "cite": ("provenance.cli.cite", "cite"),
+    "suggest": ("provenance.cli.suggest", "suggest"),
     "schema": ("provenance.cli.schema", "schema"),
 }
 
@@ -46,6 +47,7 @@ HELP = {
     "verify": "Verify ledger and evidence integrity (hashes, references, blobs).",
     "graph": "Export the evidence graph (json, graphml, dot).",
     "cite": "Print the PR-body citations block (en / zh).",
+    "suggest": "Propose the smallest recipe edits that evidence backs, each proven.",
     "schema": "Print the JSON Schema of an output or ledger file kind.",
 }
 

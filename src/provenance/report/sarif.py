@@ -23,10 +23,10 @@ from typing import Any, TextIO
 
 from provenance import __version__
 from provenance.audit.verdicts import AuditReport, Reason
-from provenance.errors import ProvenanceError
 from provenance.escaping import terminal
 from provenance.model.combination import Selection
 from provenance.model.reasons import ReasonCode
+from provenance.recipes.locate import flag_places
 from provenance.safe_yaml import KeyPath, LoadedYaml, load_yaml, load_yaml_text
 
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -74,15 +74,6 @@ class _Place:
     value: str | None
 
 
-def _canonical_keys(tokens: list[str]) -> dict[str, str]:
-    from provenance.normalise.canonical import normalise_argv
-
-    try:
-        return dict(normalise_argv(tokens).flags.items())
-    except ProvenanceError:
-        return {}
-
-
 def selection_layers(selection: Selection) -> tuple[object, ...]:
     """What of ``selection`` picks the recipe layers a flag can come from (variant,
     strategy, features and their modes): the rest does not move a flag's line."""
@@ -95,42 +86,14 @@ class FlagLocator:
 
     def __init__(self, loaded: LoadedYaml) -> None:
         self.loaded = loaded
-        self.places: dict[str, list[_Place]] = {}
+        self.places: dict[str, list[_Place]] = {
+            key: [
+                _Place(place.key_path, self.loaded.line_of(place.key_path) or 1, place.value)
+                for place in found
+            ]
+            for key, found in flag_places(loaded.data).items()
+        }
         self._memo: dict[tuple[object, ...], int] = {}
-        self._walk(loaded.data, ())
-
-    def _add(self, key: str, key_path: KeyPath, value: str | None) -> None:
-        line = self.loaded.line_of(key_path) or 1
-        self.places.setdefault(key, []).append(_Place(key_path, line, value))
-
-    def _walk(self, node: Any, key_path: KeyPath) -> None:
-        if isinstance(node, dict):
-            is_env = bool(key_path) and str(key_path[-1]).endswith("env")
-            for key, value in node.items():
-                if is_env and not isinstance(value, dict | list):
-                    self._add(f"env:{key}", (*key_path, str(key)), str(value))
-                else:
-                    self._walk(value, (*key_path, str(key)))
-        elif isinstance(node, list):
-            if node and all(isinstance(item, str) for item in node):
-                self._args(node, key_path)
-            else:
-                for index, item in enumerate(node):
-                    self._walk(item, (*key_path, index))
-
-    def _args(self, tokens: list[str], key_path: KeyPath) -> None:
-        index = 0
-        while index < len(tokens):
-            token = tokens[index]
-            if not token.startswith("-"):
-                index += 1
-                continue
-            pair = [token]
-            if index + 1 < len(tokens) and not tokens[index + 1].startswith("-"):
-                pair.append(tokens[index + 1])
-            for key, value in _canonical_keys(pair).items():
-                self._add(key, (*key_path, index), value)
-            index += len(pair)
 
     def line_for(
         self,

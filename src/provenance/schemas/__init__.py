@@ -27,6 +27,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "evidence-record": ("provenance.model.record", "EvidenceRecord"),
     "verify": ("provenance.store.verify", "VerifyReport"),
     "diff": ("provenance.review.diff", "DiffReport"),
+    "suggest": ("provenance.review.suggest.model", "SuggestReport"),
 }
 
 

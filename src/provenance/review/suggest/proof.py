@@ -1,0 +1,253 @@
+"""The proof of a suggested edit: apply it to a copy, re-render, re-audit, compare.
+
+The edited recipe is written into a private copy of the recipes root (taxonomy,
+strategies, kv_store and the one model file), loaded and validated exactly as any
+recipe (a file the site's builder could not render is refused there: schema, YAML 1.2
+scalars, feature-mode rules), rendered with the ported builder and audited against the
+same evidence graph as the original. Every combination is then compared with the
+original audit, one by one:
+
+* **gained**: guide-only before, recommended after;
+* **lost**: recommended before, guide-only after;
+* **worse**: guide-only both times, but further from the nearest evidence point;
+* **better**: guide-only both times and closer;
+* anything else is unchanged.
+
+An edit that touches only ``variants.<v>`` sections is audited for those variants
+alone: no other combination can change.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from provenance.audit.pipeline import AuditFilters, AuditInputs, EvidenceCache, run_audit
+from provenance.audit.verdicts import AuditReport, SelectionSet, VerdictEntry
+from provenance.model.reasons import VerdictKind
+
+__all__ = ["CellCount", "Outcomes", "Proof", "Prover", "outcomes"]
+
+#: variant, hardware, strategy, node count, KV, KV instances, features, modes, pools
+SelectionKey = tuple[object, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    recommended: bool
+    #: summed distance to the nearest evidence point over the roles (None: none in scope)
+    distance: int | None
+
+
+Outcomes = dict[SelectionKey, _Outcome]
+
+
+def _keys(selections: SelectionSet) -> Iterator[SelectionKey]:
+    head = (
+        selections.variant,
+        selections.hardware,
+        selections.strategy,
+        selections.node_count,
+        selections.kv_offload,
+        selections.kv_instances,
+    )
+    pairs: list[tuple[object, ...]] = [()]
+    if selections.pd is not None:
+        pairs = [
+            (p.nodes, p.parallelism, d.nodes, d.parallelism)
+            for p in selections.pd.prefill
+            for d in selections.pd.decode
+        ]
+    for choice in selections.features:
+        features = (choice.features, tuple(sorted(choice.feature_modes.items(), key=str)))
+        for pair in pairs:
+            yield (*head, *features, *pair)
+
+
+def _outcome(entry: VerdictEntry) -> _Outcome:
+    distance = sum(n.distance for n in entry.nearest) if entry.nearest else None
+    return _Outcome(entry.verdict is VerdictKind.RECOMMENDED, distance)
+
+
+def outcomes(report: AuditReport) -> Outcomes:
+    """Each combination of ``report`` with its verdict and distance to the nearest point."""
+    found: Outcomes = {}
+    for entry in report.verdicts:
+        outcome = _outcome(entry)
+        for selections in entry.selections:
+            for key in _keys(selections):
+                found[key] = outcome
+    return found
+
+
+class CellCount(BaseModel):
+    """How many combinations of one variant × hardware × strategy changed one way."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    variant: str
+    hardware: str
+    strategy: str
+    combinations: int
+
+
+class Proof(BaseModel):
+    """What an edit does to every combination of the recipe (audited, not estimated)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    combinations: int
+    recommended_before: int
+    recommended_after: int
+    gained: int
+    lost: int
+    worse: int
+    better: int
+    gained_cells: tuple[CellCount, ...] = ()
+    #: every combination the edit makes worse or loses, by cell
+    costs: tuple[CellCount, ...] = ()
+    #: reason code -> combinations, before and after (the whole recipe)
+    reasons_before: dict[str, int] = {}
+    reasons_after: dict[str, int] = {}
+
+    @property
+    def clean(self) -> bool:
+        """No combination loses its recommendation or moves away from the evidence."""
+        return self.lost == 0 and self.worse == 0
+
+
+def _cells(counter: Counter[tuple[str, str, str]]) -> tuple[CellCount, ...]:
+    return tuple(
+        CellCount(variant=v, hardware=h, strategy=s, combinations=n)
+        for (v, h, s), n in sorted(counter.items())
+    )
+
+
+class Prover:
+    """Audits edited copies of one recipe against the evidence of its original audit."""
+
+    def __init__(
+        self,
+        recipes_root: Path,
+        recipe_file: Path,
+        ledger: Path,
+        evidence: Path,
+        filters: AuditFilters,
+        shared: EvidenceCache,
+        baseline: AuditReport,
+    ) -> None:
+        self.recipes_root = recipes_root
+        self.relative = recipe_file.resolve().relative_to(recipes_root.resolve())
+        self.ledger = ledger
+        self.evidence = evidence
+        self.filters = filters
+        self.shared = shared
+        self.baseline = baseline
+        self.before = outcomes(baseline)
+        self._workdir = tempfile.TemporaryDirectory(prefix="provenance-suggest-")
+        self.root = Path(self._workdir.name) / "recipes"
+        self._copy_root()
+
+    def close(self) -> None:
+        self._workdir.cleanup()
+
+    def __enter__(self) -> Prover:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _copy_root(self) -> None:
+        self.root.mkdir(parents=True)
+        shutil.copyfile(self.recipes_root / "taxonomy.yaml", self.root / "taxonomy.yaml")
+        for folder in ("strategies", "kv_store"):
+            source = self.recipes_root / folder
+            if source.is_dir():
+                shutil.copytree(source, self.root / folder, symlinks=False)
+
+    def audit(self, text: str, variants: set[str] | None) -> AuditReport:
+        """Audit the recipe with ``text`` as its file (for ``variants`` only, if given)."""
+        target = self.root / self.relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        filters = self.filters
+        if variants is not None:
+            wanted = tuple(sorted(variants))
+            if filters.variants is not None:
+                wanted = tuple(v for v in wanted if v in filters.variants)
+            filters = filters.model_copy(update={"variants": wanted or filters.variants})
+        return run_audit(
+            AuditInputs(
+                recipes=(str(self.relative),),
+                recipes_root=self.root,
+                ledger=self.ledger,
+                evidence=self.evidence,
+            ),
+            filters,
+            shared=self.shared,
+        )
+
+    def prove(self, text: str, variants: set[str] | None) -> tuple[Proof, AuditReport]:
+        """Audit ``text`` and compare it with the original, combination by combination."""
+        report = self.audit(text, variants)
+        after = outcomes(report)
+        gained: Counter[tuple[str, str, str]] = Counter()
+        costs: Counter[tuple[str, str, str]] = Counter()
+        counts = Counter[str]()
+        for key, new in after.items():
+            old = self.before.get(key)
+            if old is None:
+                continue
+            cell = (str(key[0]), str(key[1]), str(key[2]))
+            if new.recommended and not old.recommended:
+                gained[cell] += 1
+                counts["gained"] += 1
+            elif old.recommended and not new.recommended:
+                costs[cell] += 1
+                counts["lost"] += 1
+            elif not new.recommended and old.distance is not None and new.distance is not None:
+                if new.distance > old.distance:
+                    costs[cell] += 1
+                    counts["worse"] += 1
+                elif new.distance < old.distance:
+                    counts["better"] += 1
+        recommended_before = sum(1 for o in self.before.values() if o.recommended)
+        recommended_after = recommended_before + counts["gained"] - counts["lost"]
+        reasons_after = dict(self.baseline.summary.by_reason)
+        if variants is not None:
+            reasons_after = self._merged_reasons(report, variants)
+        else:
+            reasons_after = dict(report.summary.by_reason)
+        proof = Proof(
+            combinations=len(self.before),
+            recommended_before=recommended_before,
+            recommended_after=recommended_after,
+            gained=counts["gained"],
+            lost=counts["lost"],
+            worse=counts["worse"],
+            better=counts["better"],
+            gained_cells=_cells(gained),
+            costs=_cells(costs),
+            reasons_before=dict(self.baseline.summary.by_reason),
+            reasons_after=reasons_after,
+        )
+        return proof, report
+
+    def _merged_reasons(self, report: AuditReport, variants: set[str]) -> dict[str, int]:
+        """The whole recipe's reason counts: the baseline's for untouched variants, the
+        edited audit's for the others."""
+        merged: Counter[str] = Counter()
+        for source, keep in ((self.baseline, False), (report, True)):
+            for entry in source.verdicts:
+                if entry.verdict is VerdictKind.RECOMMENDED:
+                    continue
+                count = sum(s.count for s in entry.selections if (s.variant in variants) == keep)
+                for code in dict.fromkeys(str(r.code) for r in entry.reasons):
+                    merged[code] += count
+        return {code: n for code, n in sorted(merged.items()) if n}

@@ -1,0 +1,473 @@
+"""``provenance suggest RECIPE``: the smallest recipe edits that evidence backs, proven.
+
+1. Audit the recipe (the baseline).
+2. *Reach*: for each guide-only group and each validated evidence point in its scope
+   whose shape the schema can express, build the edit that gives the group the point's
+   flags (:mod:`.search`).
+3. *Scope*: for each flag a variant writes for all its hardware, find the hardware
+   where in-scope evidence sets it; where that is a strict subset, build the edit that
+   moves the flag there (exact-id overrides, or the generation block when it covers
+   exactly those). Where the evidence splits *within* a hardware (by feature or
+   strategy), no layer of the schema can follow it: say so (:class:`Inexpressible`).
+4. Prove every candidate (:mod:`.proof`): apply it to a copy, re-render, re-audit,
+   compare combination by combination. Only edits that render and help are kept.
+5. Combine the clean ones greedily (most combinations gained first, smaller edits
+   first), proving the combination again at each step.
+6. Where nothing can reach evidence, name the benchmark that would have to exist.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from provenance.audit.index import EvidenceIndex
+from provenance.audit.pipeline import (
+    AuditFilters,
+    AuditInputs,
+    EvidenceCache,
+    default_inputs,
+    run_audit,
+)
+from provenance.audit.verdicts import AuditReport, VerdictEntry
+from provenance.errors import ProvenanceError
+from provenance.model.reasons import ReasonCode, VerdictKind
+from provenance.model.scope import Scope, checkpoint_key, deployment_kind
+from provenance.recipes.enumerate.hardware import hardware_view
+from provenance.recipes.load.loader import Recipe, RecipesRoot, load_recipe, load_recipes_root
+from provenance.recipes.locate import FlagPlace, flag_places
+from provenance.recipes.render.synthesis import model_id_of
+from provenance.review.suggest.edits import AddFlag, Edit, RemoveFlag, apply_edit, unified_diff
+from provenance.review.suggest.model import (
+    EvidenceNeed,
+    Inexpressible,
+    Suggestion,
+    SuggestReport,
+    TargetRef,
+)
+from provenance.review.suggest.proof import Proof, Prover
+from provenance.review.suggest.search import (
+    Target,
+    candidate_edits,
+    cells_of,
+    targets,
+    variant_hardware,
+)
+from provenance.safe_yaml import load_yaml
+
+__all__ = ["SuggestRequest", "run_suggest"]
+
+#: Most candidate edits proven (each is a re-render and a re-audit).
+MAX_CANDIDATES = 24
+#: Most suggestions combined into the final edit.
+MAX_SUGGESTIONS = 6
+#: Edits that gain but cost something, shown with exactly what they cost.
+MAX_COSTLY = 2
+
+
+class SuggestRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    recipe: str
+    recipes_root: Path | None = None
+    ledger: Path | None = None
+    evidence: Path | None = None
+    filters: AuditFilters = AuditFilters()
+
+
+class _Proven(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    kind: str
+    edit: Edit
+    proof: Proof
+    group: str
+    title: str
+    target: TargetRef | None = None
+
+
+def run_suggest(request: SuggestRequest) -> SuggestReport:
+    resolved = default_inputs(
+        AuditInputs(
+            recipes=(request.recipe,),
+            recipes_root=request.recipes_root,
+            ledger=request.ledger,
+            evidence=request.evidence,
+        )
+    )
+    shared = EvidenceCache()
+    inputs = AuditInputs(
+        recipes=resolved.recipes,
+        recipes_root=resolved.recipes_root,
+        ledger=resolved.ledger,
+        evidence=resolved.evidence,
+    )
+    baseline = run_audit(inputs, request.filters, shared=shared)
+    loaded = shared.load(resolved.ledger, resolved.evidence)
+    root = load_recipes_root(resolved.recipes_root)
+    recipe = load_recipe(root, request.recipe)
+    text = recipe.path.read_text(encoding="utf-8")
+    places = flag_places(load_yaml(recipe.path).data)
+    tokens = [t for found in places.values() for p in found for t in p.tokens]
+    gpus = {
+        hw: profile.gpu_count
+        for hw, profile in (root.taxonomy.hardware_profiles or {}).items()
+        if profile is not None and profile.gpu_count
+    }
+    relative = recipe.path.resolve().relative_to(resolved.recipes_root.resolve()).as_posix()
+    hardware_of = variant_hardware(baseline)
+    with Prover(
+        resolved.recipes_root,
+        recipe.path,
+        resolved.ledger,
+        resolved.evidence,
+        request.filters,
+        shared,
+        baseline,
+    ) as prover:
+        proven, tried = _reach(
+            baseline, recipe, root, loaded.graph, gpus, places, tokens, text, prover
+        )
+        scoped, inexpressible, tried_scope = _scope(
+            baseline, recipe, root, loaded.graph, places, hardware_of, text, prover
+        )
+        chosen, combined = _combine([*proven, *scoped], text, prover)
+    costly = sorted(
+        (item for item in proven if not item.proof.clean),
+        key=lambda i: (-(i.proof.gained - i.proof.lost), i.proof.worse, i.edit.size),
+    )[:MAX_COSTLY]
+    suggestions = tuple(
+        _suggestion(f"S{index}", item, text, relative)
+        for index, item in enumerate([*chosen, *costly], 1)
+    )
+    combined_suggestion = None
+    if combined is not None and len(chosen) > 1:
+        combined_suggestion = _suggestion("all", combined, text, relative)
+    return SuggestReport(
+        recipe=recipe.hf_id,
+        recipe_file=relative,
+        combinations=baseline.summary.combinations,
+        recommended=baseline.summary.recommended,
+        candidates_proven=tried + tried_scope,
+        suggestions=suggestions,
+        combined=combined_suggestion,
+        inexpressible=tuple(inexpressible),
+        evidence_needed=tuple(_evidence_needed(baseline, recipe, root, chosen)),
+    )
+
+
+def _suggestion(ident: str, item: _Proven, text: str, relative: str) -> Suggestion:
+    edited = apply_edit(text, item.edit)
+    return Suggestion(
+        id=ident,
+        kind="reach" if item.kind == "reach" else "scope",
+        title=item.title,
+        group=item.group,
+        target=item.target,
+        ops=item.edit.ops,
+        changes=tuple(item.edit.describe()),
+        proof=item.proof,
+        diff=unified_diff(text, edited, relative),
+    )
+
+
+def _prove(edit: Edit, text: str, prover: Prover) -> Proof | None:
+    """The proof of ``edit``, or None when the edited recipe does not load or render."""
+    try:
+        edited = apply_edit(text, edit)
+        if edited == text:
+            return None
+        proof, _ = prover.prove(edited, edit.touched_variants())
+    except ProvenanceError:
+        return None
+    return proof
+
+
+def _reach(
+    baseline: AuditReport,
+    recipe: Recipe,
+    root: RecipesRoot,
+    graph: EvidenceIndex,
+    gpus: Mapping[str, int],
+    places: Mapping[str, list[FlagPlace]],
+    tokens: Sequence[str],
+    text: str,
+    prover: Prover,
+) -> tuple[list[_Proven], int]:
+    found = targets(baseline, recipe, root, graph, gpus)
+    found.sort(key=lambda t: (t.size, -t.entry.combinations, t.record.id))
+    hardware_of = variant_hardware(baseline)
+    seen: dict[Edit, Target] = {}
+    for target in found:
+        for edit in candidate_edits(target, places, root, hardware_of, tokens):
+            seen.setdefault(edit, target)
+        if len(seen) >= MAX_CANDIDATES:
+            break
+    proven = []
+    for edit, target in seen.items():
+        proof = _prove(edit, text, prover)
+        if proof is None or proof.gained == 0:
+            continue
+        record = target.record
+        proven.append(
+            _Proven(
+                kind="reach",
+                edit=edit,
+                proof=proof,
+                group=target.cell.label,
+                title=f"match {record.config_key} ({', '.join(record.prs) or 'no PR'})",
+                target=TargetRef(record=record.id, config_key=record.config_key, prs=record.prs),
+            )
+        )
+    return proven, len(seen)
+
+
+def _backed_hardware(
+    graph: EvidenceIndex, model_id: str, hardware: Iterable[str], key: str, value: str
+) -> list[str]:
+    """The hardware where an evidence point of this checkpoint sets ``key=value`` in a role."""
+    backed = []
+    for hw in hardware:
+        scope = Scope(checkpoint_key(model_id), hw.lower(), "single_node")
+        for record in graph.same_checkpoint_hardware(scope, model_id):
+            if any(flags.get(key) == value for flags in record.major.values()):
+                backed.append(hw)
+                break
+    return backed
+
+
+def _scope(
+    baseline: AuditReport,
+    recipe: Recipe,
+    root: RecipesRoot,
+    graph: EvidenceIndex,
+    places: Mapping[str, list[FlagPlace]],
+    hardware_of: Mapping[str, list[str]],
+    text: str,
+    prover: Prover,
+) -> tuple[list[_Proven], list[Inexpressible], int]:
+    proven: list[_Proven] = []
+    inexpressible: list[Inexpressible] = []
+    tried = 0
+    for key, found in places.items():
+        for place in found:
+            container = place.container
+            if len(container) != 3 or container[0] != "variants":
+                continue
+            variant, section = str(container[1]), str(container[2])
+            if section not in ("extra_args", "extra_env"):
+                continue
+            hws = hardware_of.get(variant, [])
+            if len(hws) < 2 or place.value is None:
+                continue
+            model_id = model_id_of(recipe, variant)
+            backed = _backed_hardware(graph, model_id, hws, key, place.value)
+            unbacked = [h for h in hws if h not in backed]
+            if not unbacked:
+                why = _split_within_hardware(baseline, recipe, variant, key)
+                if why:
+                    inexpressible.append(
+                        Inexpressible(
+                            variant=variant,
+                            flag=key,
+                            value=place.value,
+                            backed=tuple(backed),
+                            unbacked=(),
+                            why=why,
+                        )
+                    )
+                continue
+            for edit in _scoping_edits(place, variant, section, backed, hws, root):
+                tried += 1
+                proof = _prove(edit, text, prover)
+                if proof is None or not (proof.better or proof.gained):
+                    continue
+                where = ", ".join(backed) if backed else "nowhere"
+                proven.append(
+                    _Proven(
+                        kind="scope",
+                        edit=edit,
+                        proof=proof,
+                        group=f"{variant} · {key}={place.value}",
+                        title=f"scope {key}={place.value} to where evidence sets it ({where})",
+                    )
+                )
+    return proven, inexpressible, tried
+
+
+def _scoping_edits(
+    place: FlagPlace,
+    variant: str,
+    section: str,
+    backed: Sequence[str],
+    hardware: Sequence[str],
+    root: RecipesRoot,
+) -> list[Edit]:
+    """Move the flag at ``place`` to the ``backed`` hardware: exact-id blocks, and the
+    generation block when ``backed`` is exactly the variant's hardware of one generation."""
+    remove = RemoveFlag(path=place.container, flag=place.tokens[0].split("=", 1)[0])
+    tokens = place.tokens if not place.is_env else (place.tokens[0], place.value or "")
+
+    def add(block: str) -> AddFlag:
+        path = ("variants", variant, "hardware_overrides", block, section)
+        return AddFlag(path=path, tokens=tuple(tokens), env=place.is_env)
+
+    edits = [Edit(ops=(remove, *(add(hw) for hw in backed)))]
+    generations = {hw: hardware_view(root.taxonomy, hw).generation for hw in hardware}
+    gens = {generations[hw] for hw in backed}
+    if backed and len(gens) == 1:
+        (gen,) = gens
+        if gen and {hw for hw in hardware if generations[hw] == gen} == set(backed):
+            edits.insert(0, Edit(ops=(remove, add(gen))))
+    return edits
+
+
+def _split_within_hardware(
+    baseline: AuditReport, recipe: Recipe, variant: str, key: str
+) -> str | None:
+    """Why evidence that backs ``key`` on every hardware of ``variant`` still cannot be
+    followed: on some hardware the nearest evidence of some groups has it and of others
+    lacks it, and what separates them (strategy, features) is no scope a variant's flag
+    can be given."""
+    optional = set(recipe.spec.opt_in_features or ())
+    #: hardware -> strategy -> lacking? -> optional features of each cell
+    split: dict[str, dict[str, dict[bool, list[frozenset[str]]]]] = {}
+    for entry in baseline.verdicts:
+        if entry.verdict is VerdictKind.RECOMMENDED or not entry.nearest:
+            continue
+        if not any(f.key == key for role in entry.roles for f in role.flags):
+            continue
+        lacking = any(key in n.only_recipe for n in entry.nearest)
+        for cell in cells_of(entry):
+            if cell.variant != variant:
+                continue
+            sides = split.setdefault(cell.hardware, {}).setdefault(
+                cell.strategy, {True: [], False: []}
+            )
+            sides[lacking].append(frozenset(f for f in cell.features if f in optional))
+    parts = []
+    for hw, strategies in sorted(split.items()):
+        has: list[str] = []
+        lacks: list[str] = []
+        for strategy, sides in sorted(strategies.items()):
+            if sides[True] and sides[False]:
+                only = sorted(set().union(*sides[True]) - set().union(*sides[False]))
+                lacks.append(f"{strategy} with {'+'.join(only)}" if only else f"some {strategy}")
+                has.append(f"{strategy} without {'+'.join(only)}" if only else f"some {strategy}")
+            elif sides[True]:
+                lacks.append(strategy)
+            else:
+                has.append(strategy)
+        if has and lacks and not any(label.startswith("some ") for label in (*has, *lacks)):
+            parts.append(
+                f"on {hw} the nearest evidence sets it for {_listed(has)} and lacks it for "
+                f"{_listed(lacks)}"
+            )
+    if not parts:
+        return None
+    return (
+        "; ".join(parts) + ". A variant's args reach every strategy and feature of a hardware "
+        "(recipes-builder-spec §3.2 steps 2a/2b), while strategy_overrides and features "
+        "apply to every variant and can only add args (steps 4-7): no layer of the schema "
+        "drops this variant's flag for some strategies or features of one hardware alone"
+    )
+
+
+def _listed(labels: Sequence[str], most: int = 6) -> str:
+    shown = list(dict.fromkeys(labels))
+    text = ", ".join(shown[:most])
+    return text + (f" (+{len(shown) - most} more)" if len(shown) > most else "")
+
+
+def _combine(
+    items: Sequence[_Proven], text: str, prover: Prover
+) -> tuple[list[_Proven], _Proven | None]:
+    """The clean suggestions, combined greedily while each one still adds something."""
+    ranked = sorted(
+        (i for i in items if i.proof.clean),
+        key=lambda i: (-i.proof.gained, -i.proof.better, i.edit.size),
+    )
+    chosen: list[_Proven] = []
+    combined: _Proven | None = None
+    for item in ranked:
+        if len(chosen) >= MAX_SUGGESTIONS:
+            break
+        if combined is None:
+            chosen.append(item)
+            combined = item
+            continue
+        ops = tuple(dict.fromkeys((*combined.edit.ops, *item.edit.ops)))
+        edit = Edit(ops=ops)
+        proof = _prove(edit, text, prover)
+        if proof is None or not proof.clean:
+            continue
+        if proof.gained <= combined.proof.gained and proof.better <= combined.proof.better:
+            continue
+        chosen.append(item)
+        combined = _Proven(
+            kind="reach", edit=edit, proof=proof, group="all suggestions", title="all together"
+        )
+    return chosen, combined
+
+
+def _evidence_needed(
+    baseline: AuditReport, recipe: Recipe, root: RecipesRoot, chosen: Sequence[_Proven]
+) -> list[EvidenceNeed]:
+    """One line per variant × hardware × strategy no evidence reaches: the benchmark
+    (checkpoint, deployment, major flags of its plainest combination) it would take."""
+    reached = {
+        (c.variant, c.hardware, c.strategy) for item in chosen for c in item.proof.gained_cells
+    }
+    cells: dict[tuple[str, str, str], tuple[int, VerdictEntry, str]] = {}
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for entry in baseline.verdicts:
+        if entry.verdict is VerdictKind.RECOMMENDED:
+            continue
+        codes = {r.code for r in entry.reasons}
+        why = _need_reason(codes)
+        if why is None:
+            continue
+        for cell in cells_of(entry):
+            key = (cell.variant, cell.hardware, cell.strategy)
+            if key in reached:
+                continue
+            weight = len(cell.features)
+            held = cells.get(key)
+            if held is None or weight < held[0]:
+                cells[key] = (weight, entry, why)
+        for selections in entry.selections:
+            counts[(selections.variant, selections.hardware, selections.strategy or "")] += (
+                selections.count
+            )
+    needs = []
+    for (variant, hardware, strategy), (_, entry, why) in sorted(cells.items()):
+        deploy = root.deploy_type(strategy) or "single_node"
+        roles = [r.role for r in entry.roles]
+        needs.append(
+            EvidenceNeed(
+                variant=variant,
+                hardware=hardware,
+                strategy=strategy,
+                checkpoint=model_id_of(recipe, variant),
+                deployment=deployment_kind(deploy, roles),
+                combinations=counts[(variant, hardware, strategy)],
+                why=why,
+                flags={
+                    role.role: tuple(f"{f.key}={f.value}" for f in role.flags)
+                    for role in entry.roles
+                },
+            )
+        )
+    return needs
+
+
+def _need_reason(codes: set[ReasonCode]) -> str | None:
+    if ReasonCode.NO_EVIDENCE in codes:
+        return "no evidence point in scope"
+    unreachable = getattr(ReasonCode, "UNREACHABLE", None)
+    if unreachable is not None and unreachable in codes:
+        return "every evidence point in scope has a shape the recipe cannot render"
+    return None
