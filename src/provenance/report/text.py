@@ -8,6 +8,7 @@ the terminal or inject markup.
 
 from __future__ import annotations
 
+import os
 from typing import TextIO
 
 from rich import box
@@ -27,7 +28,25 @@ def _t(value: object, style: str = "") -> Text:
     return Text(terminal(value), style=style)
 
 
-def write(report: AuditReport, out: TextIO, *, color: bool = False, width: int = 160) -> None:
+#: Width for output that is neither a terminal nor sized by ``COLUMNS`` (a pipe, a file).
+PIPE_WIDTH = 160
+
+
+def _width(out: TextIO, width: int | None) -> int | None:
+    """``width`` if given; else None on a terminal or with ``COLUMNS`` set (rich then fits
+    the terminal), else :data:`PIPE_WIDTH`."""
+    if width is not None:
+        return width
+    if os.environ.get("COLUMNS") or (hasattr(out, "isatty") and out.isatty()):
+        return None
+    return PIPE_WIDTH
+
+
+def write(
+    report: AuditReport, out: TextIO, *, color: bool = False, width: int | None = None
+) -> None:
+    """Write the text report; it fits the terminal (``width`` fixes the width)."""
+    width = _width(out, width)
     console = Console(
         file=out,
         width=width,
