@@ -12,6 +12,7 @@ Two evidence sources, same findings:
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -95,7 +96,7 @@ def _mirror_report(tmp_path_factory: pytest.TempPathFactory) -> AuditReport:
 def _find(report: AuditReport, **want: object) -> VerdictEntry:
     for entry in report.verdicts:
         for selection in entry.iter_selections():
-            data = selection.model_dump()
+            data = dataclasses.asdict(selection)
             if all(data.get(k) == v for k, v in want.items()):
                 return entry
     raise AssertionError(f"no verdict for {want}")

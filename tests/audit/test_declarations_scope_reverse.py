@@ -8,6 +8,7 @@ import pytest
 from audit_builders import StandInNormaliser, entry, graph_of, single_combo, single_record
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import TypeAdapter
 
 from provenance.audit.declarations import DeclarationMatcher
 from provenance.audit.normaliser import PolicyNormaliser
@@ -41,7 +42,7 @@ def selection(**fields: object) -> Selection:
         "node_count": None,
     }
     base.update(fields)
-    return Selection.model_validate(base)
+    return TypeAdapter(Selection).validate_python(base)
 
 
 def test_declaration_globs_and_features() -> None:

@@ -15,16 +15,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 
 from provenance.audit.index import EvidenceIndex
 from provenance.audit.normaliser import PolicyNormaliser
 from provenance.audit.pipeline import CellSource, RecipeInput, audit, load_graph
 from provenance.audit.verdicts import RECORD_INDEX, AuditReport, SelectionSet, VerdictEntry
+from provenance.model.combination import Selection
 from provenance.model.ledger import Declaration, Declarations, SelectionPattern
+from provenance.model.reasons import VerdictKind
 from provenance.recipes.enumerate.selections import EnumerationOptions, enumerate_selections
 from provenance.recipes.load.loader import Recipe, RecipesRoot, load_recipe, load_recipes_root
 from provenance.recipes.render.synthesis import Renderer
 from provenance.report import json_report
+
+ENTRY = TypeAdapter(VerdictEntry)
+SELECTION = TypeAdapter(Selection)
 
 REPO = Path(__file__).resolve().parents[2]
 TOY_ROOT = REPO / "tests" / "fixtures" / "recipes" / "toy-root"
@@ -65,9 +71,9 @@ def _outcomes(report: AuditReport) -> dict[str, list[str]]:
     """Outcome (everything but the selections) -> its combinations, sorted."""
     out: dict[str, list[str]] = {}
     for entry in report.verdicts:
-        head = entry.model_dump_json(exclude={"selections", "combinations"})
+        head = ENTRY.dump_json(entry, exclude={"selections", "combinations"}).decode()
         found = out.setdefault(head, [])
-        found.extend(s.model_dump_json() for s in entry.iter_selections())
+        found.extend(SELECTION.dump_json(s).decode() for s in entry.iter_selections())
         assert entry.combinations == sum(s.count for s in entry.selections)
     for value in out.values():
         value.sort()
@@ -199,28 +205,24 @@ def test_toy_roots_every_branch(edge_root: Path, model: str) -> None:
 
 
 def test_selection_set_expands_in_enumeration_order() -> None:
-    entry = VerdictEntry.model_validate(
+    selection_set = TypeAdapter(SelectionSet).validate_python(
         {
-            "recipe": "r",
-            "verdict": "guide-only",
-            "roles": [],
-            "selections": [
-                {
-                    "variant": "v",
-                    "hardware": "h",
-                    "strategy": "pd_cluster",
-                    "node_count": None,
-                    "features": [{"features": []}, {"features": ["a"]}],
-                    "pd": {
-                        "prefill": [{"nodes": 1, "parallelism": "tp"}],
-                        "decode": [
-                            {"nodes": 1, "parallelism": "tp"},
-                            {"nodes": 2, "parallelism": "dep"},
-                        ],
-                    },
-                }
-            ],
+            "variant": "v",
+            "hardware": "h",
+            "strategy": "pd_cluster",
+            "node_count": None,
+            "features": [{"features": []}, {"features": ["a"]}],
+            "pd": {
+                "prefill": [{"nodes": 1, "parallelism": "tp"}],
+                "decode": [
+                    {"nodes": 1, "parallelism": "tp"},
+                    {"nodes": 2, "parallelism": "dep"},
+                ],
+            },
         }
+    )
+    entry = VerdictEntry.of_selections(
+        recipe="r", verdict=VerdictKind.GUIDE_ONLY, roles=(), selections=(selection_set,)
     )
     assert entry.combinations == 4
     labels = [s.label() for s in entry.iter_selections()]
@@ -232,9 +234,9 @@ def test_selection_set_expands_in_enumeration_order() -> None:
     ]
     selection = next(entry.iter_selections())
     assert SelectionSet.of(selection).count == 1
-    assert json.loads(SelectionSet.of(selection).model_dump_json())["pd"]["decode"] == [
-        {"nodes": 1, "parallelism": "tp"}
-    ]
+    assert json.loads(TypeAdapter(SelectionSet).dump_json(SelectionSet.of(selection)))["pd"][
+        "decode"
+    ] == [{"nodes": 1, "parallelism": "tp"}]
 
 
 @pytest.mark.slow
@@ -261,7 +263,7 @@ def test_reduction_keeps_feature_args_whose_boundaries_could_move(edge_root: Pat
     from provenance.audit.judge import Judge
     from provenance.audit.tally import Tally
     from provenance.audit.walks.cells import CellWalk
-    from provenance.recipes.render.synthesis import parse_units
+    from provenance.recipes.render.synthesis import RenderedPart
 
     root = load_recipes_root(edge_root)
     normaliser = PolicyNormaliser()
@@ -270,7 +272,7 @@ def test_reduction_keeps_feature_args_whose_boundaries_could_move(edge_root: Pat
     cells = CellWalk(tally, normaliser, load_recipe(root, "Toy/Edge"), root)
 
     def reduce(tokens: list[str], names: frozenset[str] = frozenset()) -> tuple[str, ...]:
-        return cells._reduce(tokens, parse_units(tokens), names)
+        return cells._reduce(RenderedPart.of(tokens), names)
 
     tools = ["--tool-call-parser", "toy", "--enable-auto-tool-choice"]
     assert reduce(tools) == ()

@@ -182,6 +182,8 @@ def test_evidence_prs_come_from_recommended_combinations_only() -> None:
     def verdict(kind: str, prs: list[str]) -> dict[str, object]:
         return {
             "recipe": "MiniMaxAI/MiniMax-M3",
+            "combinations": 1,
+            "selections": [],
             "verdict": kind,
             "roles": [],
             "evidence": [{"record": "ab" * 32, "prs": prs}],

@@ -5,12 +5,14 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import TypeAdapter
 
 from provenance.model.combination import PdPool, PdSelection, Selection
 from provenance.recipes.enumerate.selections import EnumerationOptions, enumerate_selections
 from provenance.recipes.load.loader import RecipesRoot, load_recipe
 from provenance.recipes.render.records import RecordDigester, combination_record, record_digest
 from provenance.recipes.render.synthesis import (
+    RenderedPart,
     Renderer,
     dedupe_args,
     join_units,
@@ -45,7 +47,7 @@ def test_dedupe_is_idempotent_and_leaves_each_flag_once(tokens: list[str]) -> No
 
 @given(st.lists(st.lists(TOKENS, max_size=6), max_size=4))
 def test_joining_parsed_parts_equals_parsing_the_concatenation(parts: list[list[str]]) -> None:
-    joined = join_units([(part, parse_units(part)) for part in parts])
+    joined = join_units([RenderedPart(tuple(p), tuple(parse_units(p)), True) for p in parts])
     assert joined == parse_units([t for part in parts for t in part])
 
 
@@ -60,7 +62,7 @@ def _roles(
     root: RecipesRoot, ref: str, **fields: object
 ) -> list[tuple[str, int | None, tuple[str, ...] | None, dict[str, object]]]:
     recipe = load_recipe(root, ref)
-    selection = Selection(**fields)
+    selection = TypeAdapter(Selection).validate_python(fields)
     return [
         (r.role, r.node_rank, r.argv, dict(r.env)) for r in render(recipe, root, selection).roles
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -350,9 +351,7 @@ def full_cross_product_report() -> AuditReport:
                 variant, hardware, shape["strategy"], nodes=shape.get("nodes"), pd=shape.get("pd")
             )
             for names, modes, spec, text_only in feature_sets:
-                selection = base.model_copy(
-                    update={"features": names, "feature_modes": dict(modes)}
-                )
+                selection = dataclasses.replace(base, features=names, feature_modes=dict(modes))
                 key = (variant, hardware, shape["strategy"], shape.get("pd"), spec, text_only)
                 groups.setdefault(key, []).append(selection)
     verdicts = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import io
 import json
@@ -94,7 +95,7 @@ def test_identical_outcomes_share_one_group(report: AuditReport) -> None:
     ungrouped = report.model_copy(
         update={
             "verdicts": tuple(
-                e.model_copy(update={"selections": (SelectionSet.of(s),), "combinations": 1})
+                dataclasses.replace(e, selections=(SelectionSet.of(s),), combinations=1)
                 for s, e in all_selections(report)
             )
         }

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dataclasses
+
 from audit_builders import verdict_entry
 
 from provenance.audit.verdicts import (
@@ -167,7 +169,7 @@ def _pd_entry(
         features=choices,
         pd=pools,
     )
-    return base.model_copy(update={"selections": (block,), "combinations": block.count})
+    return dataclasses.replace(base, selections=(block,), combinations=block.count)
 
 
 def test_renderers_count_combinations_of_selection_sets() -> None:

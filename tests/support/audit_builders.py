@@ -16,6 +16,7 @@ from provenance.audit.index import EvidenceIndex
 from provenance.audit.normaliser import UnitFacts
 from provenance.audit.verdicts import VerdictEntry
 from provenance.model.combination import (
+    EnvValue,
     PdPool,
     PdSelection,
     RenderResult,
@@ -50,8 +51,10 @@ MAJOR_ENV = {"env:VLLM_FLOAT32_MATMUL_PRECISION"}
 def verdict_entry(**fields: Any) -> VerdictEntry:
     """A ``VerdictEntry`` from its fields, where ``selection=`` (one plain selection) or
     ``selections=`` (plain selections) may stand for the selection sets and their count
-    (the model's own before-validator; its typed constructor wants both spelt out)."""
-    return VerdictEntry.model_validate(fields)
+    (:meth:`VerdictEntry.of_selections`)."""
+    single = fields.pop("selection", None)
+    selections = [*([single] if single is not None else []), *fields.pop("selections", ())]
+    return VerdictEntry.of_selections(selections=selections, **fields)
 
 
 def _canon(value: Any) -> str:
@@ -238,7 +241,7 @@ def single_combo(
     strategy: str = "single_node_tp",
     features: tuple[str, ...] = (),
     feature_modes: dict[str, str | None] | None = None,
-    env: dict[str, str] | None = None,
+    env: dict[str, EnvValue] | None = None,
     model: str = NVFP4,
 ) -> tuple[Selection, RenderResult]:
     selection = Selection(

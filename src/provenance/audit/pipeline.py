@@ -26,7 +26,7 @@ from provenance.audit.index import EvidenceIndex
 from provenance.audit.judge import ClassifyFn, Judge
 from provenance.audit.normaliser import PolicyNormaliser, RoleNormaliser
 from provenance.audit.reverse import reverse_entries
-from provenance.audit.summary import referenced_records, summarise
+from provenance.audit.summary import cited_records, record_table, summarise
 from provenance.audit.tally import Tally
 from provenance.audit.verdicts import AuditReport, Claim, ReverseEntry, VerdictEntry
 from provenance.audit.walks.cells import CellWalk, audit_cells
@@ -139,6 +139,7 @@ def _audit(
     reverse: list[ReverseEntry] = []
     claims: list[Claim] = []
     recipe_files: dict[str, str] = {}
+    cited: set[str] = set()
     count = 0
     last: tuple[Tally, CellWalk | SelectionWalk] | None = None
     for recipe in recipes:
@@ -159,6 +160,7 @@ def _audit(
             one_by_one.add(selection, result)
         count += tally.count
         verdicts.extend(tally.entries())
+        cited |= cited_records(tally)
         reverse.extend(
             sorted(
                 reverse_entries(tally, graph, recipe.gpus_per_node),
@@ -186,7 +188,7 @@ def _audit(
         ledger=ledger,
         notices=tuple(notices),
         summary=summarise(verdicts, count),
-        records=referenced_records(verdicts, graph),
+        records=record_table(cited, graph),
         verdicts=tuple(verdicts),
         reverse=tuple(reverse),
         claims=tuple(claims),

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from provenance.audit.index import EvidenceIndex, IndexedRecord
 from provenance.audit.keys import CombinationKey, EvidenceRoleFlags
 from provenance.audit.tally import KeyTally, Tally
 from provenance.audit.verdicts import ReverseEntry, ReverseStatus
-from provenance.model.combination import Selection, construct
+from provenance.model.combination import Selection
 from provenance.model.flags import FlagSet
 from provenance.model.record import RoleTopology, Topology
 from provenance.model.scope import (
@@ -147,50 +148,62 @@ def _describe_diff(roles: FlatRoles, recipe: Mapping[str, FlagSet]) -> str:
     return "; ".join(parts)
 
 
-#: what a combination is compared with (each role's first major FlagSet) and its KeyTally
-Compared = tuple[dict[str, FlagSet], KeyTally]
 #: (model id, hardware, deployment kind) of audited combinations
 _Scope = tuple[str, str, str]
 _Pair = tuple[CombinationKey, KeyTally]
 
 
-def distinct_combinations(candidates: Sequence[tuple[CombinationKey, KeyTally]]) -> list[Compared]:
+@dataclass(frozen=True, slots=True)
+class Compared:
+    """A scope's distinct audited combinations as the nearest search compares them (each
+    role by its first major FlagSet): per role, the distinct FlagSets (``flagsets``), and
+    per combination the position of each of its roles' FlagSet there, with its tallies."""
+
+    flagsets: dict[str, list[FlagSet]]
+    rows: list[tuple[dict[str, int], KeyTally]]
+
+
+def distinct_combinations(candidates: Sequence[_Pair]) -> Compared:
     """The first of ``candidates`` for each distinct comparison (role → first major FlagSet),
     in order: the others are at the same distance from any evidence point."""
-    distinct: dict[tuple[tuple[str, FlagSet], ...], Compared] = {}
+    positions: dict[str, dict[FlagSet, int]] = {}
+    signatures: set[tuple[tuple[str, FlagSet], ...]] = set()
+    rows: list[tuple[dict[str, int], KeyTally]] = []
     for key, seen in candidates:
         signature = tuple((role, flagsets[0]) for role, flagsets in key.roles)
-        if signature not in distinct:
-            distinct[signature] = (dict(signature), seen)
-    return list(distinct.values())
+        if signature in signatures:
+            continue
+        signatures.add(signature)
+        row: dict[str, int] = {}
+        for role, flags in signature:
+            known = positions.setdefault(role, {})
+            row[role] = known.setdefault(flags, len(known))
+        rows.append((row, seen))
+    return Compared({role: list(known) for role, known in positions.items()}, rows)
 
 
-def nearest_combination(
-    roles: FlatRoles, compared: Sequence[Compared]
-) -> tuple[int, str, KeyTally]:
-    """The first of ``compared`` at the smallest distance from ``roles``, that distance and
-    its description.
+def nearest_combination(roles: FlatRoles, compared: Compared) -> tuple[int, str, KeyTally]:
+    """The first combination of ``compared`` at the smallest distance from ``roles``, that
+    distance and its description.
 
     The distance counts the flags that differ between the evidence point's roles and the
     combination's (role → its first major FlagSet); a role the combination does not
-    render counts as all its flags plus one."""
-    # many combinations share a role's FlagSet: each distinct one is compared once
-    sizes: list[dict[int, int]] = [{} for _ in roles]
+    render counts as all its flags plus one. Each distinct FlagSet is compared once."""
+    sizes = [
+        (role, len(evidence_flags) + 1, [evidence_flags.diff_size(f) for f in found])
+        for role, evidence_flags in roles
+        for found in [compared.flagsets.get(role, [])]
+    ]
     distances = []
-    for recipe, _ in compared:
+    for row, _ in compared.rows:
         total = 0
-        for (role, evidence_flags), known in zip(roles, sizes, strict=True):
-            mine = recipe.get(role)
-            if mine is None:
-                total += len(evidence_flags) + 1
-                continue
-            size = known.get(id(mine))
-            if size is None:
-                size = known[id(mine)] = evidence_flags.diff_size(mine)
-            total += size
+        for role, absent, role_sizes in sizes:
+            position = row.get(role)
+            total += absent if position is None else role_sizes[position]
         distances.append(total)
     best = min(distances)
-    recipe, seen = compared[distances.index(best)]
+    row, seen = compared.rows[distances.index(best)]
+    recipe = {role: compared.flagsets[role][position] for role, position in row.items()}
     return best, _describe_diff(roles, recipe), seen
 
 
@@ -209,7 +222,7 @@ def reverse_entries(
     model_ids = sorted(tally.model_ids.items())
     checkpoints: dict[tuple[str, str], bool] = {}
     # memos: per scope, the distinct combinations; per scope and evidence roles, the nearest
-    distinct: dict[_Scope, list[Compared]] = {}
+    distinct: dict[_Scope, Compared] = {}
     nearest: dict[tuple[_Scope, FlatRoles], tuple[int, str, KeyTally]] = {}
     entries: list[ReverseEntry] = []
     for indexed in graph.records.values():
@@ -294,17 +307,14 @@ def _entry(
     example: Selection | None = None,
     why: str = "",
 ) -> ReverseEntry:
-    """A reverse entry from values that are already valid (built without validation)."""
+    """The reverse entry of one evidence point (``common``: its id, config key and PRs)."""
     record, config_key, prs = common
-    return construct(
-        ReverseEntry,
-        {
-            "record": record,
-            "config_key": config_key,
-            "prs": prs,
-            "status": status,
-            "combinations": combinations,
-            "example": example,
-            "why": why,
-        },
+    return ReverseEntry(
+        record=record,
+        config_key=config_key,
+        prs=prs,
+        status=status,
+        combinations=combinations,
+        example=example,
+        why=why,
     )

@@ -2,39 +2,39 @@
 
 from __future__ import annotations
 
-import operator
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from provenance.audit.index import EvidenceIndex
+from provenance.audit.tally import Tally
 from provenance.audit.verdicts import AuditSummary, RecordSummary, VerdictEntry
-from provenance.model.combination import construct
 from provenance.model.reasons import VerdictKind
 
-_RECORD_OF = operator.attrgetter("record")
 
+def cited_records(tally: Tally) -> set[str]:
+    """The ids of every record a flag of the tally's outcomes cites.
 
-def referenced_records(
-    verdicts: Sequence[VerdictEntry], graph: EvidenceIndex
-) -> tuple[RecordSummary, ...]:
-    """Every record a flag of ``verdicts`` cites, sorted by id (the JSON ``records`` table)."""
+    A flag cites the records that set it in its role's index (a scope without evidence
+    cites none); outcomes share judgements and judgements share indexes, so each
+    distinct (index, flag) is read once."""
+    judgements = {j: None for outcome in tally.outcomes() for j in outcome.judgements}
+    flags = {(j.index, item): None for j in judgements for item in j.flags.items()}
     ids: set[str] = set()
-    # roles and evidence tuples are shared by many entries: each is read once
-    roles = {id(role): role for entry in verdicts for role in entry.roles}
-    evidence = {id(f.evidence): f.evidence for role in roles.values() for f in role.flags}
-    for refs in evidence.values():
-        ids.update(map(_RECORD_OF, refs))
+    for index, item in flags:
+        ids.update(ref.record for ref in index.setters.get(item, ()))
+    return ids
+
+
+def record_table(ids: Iterable[str], graph: EvidenceIndex) -> tuple[RecordSummary, ...]:
+    """The records ``ids``, sorted by id (the JSON ``records`` table flags point into)."""
     out = []
     for record_id in sorted(ids):
         indexed = graph.records.get(record_id)
         out.append(
-            construct(
-                RecordSummary,
-                {
-                    "record": record_id,
-                    "config_key": indexed.config_key if indexed is not None else "",
-                    "prs": indexed.prs if indexed is not None else (),
-                },
+            RecordSummary(
+                record=record_id,
+                config_key=indexed.config_key if indexed is not None else "",
+                prs=indexed.prs if indexed is not None else (),
             )
         )
     return tuple(out)

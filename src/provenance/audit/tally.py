@@ -12,14 +12,14 @@ The reverse direction, the claims and the summary read the tally only.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from provenance.audit.declarations import DeclarationMatcher
 from provenance.audit.judge import Judge, Outcome
 from provenance.audit.keys import CombinationKey
 from provenance.audit.verdicts import SelectionSet, VerdictEntry
-from provenance.model.combination import Selection, construct
+from provenance.model.combination import Selection
 from provenance.model.reasons import VerdictKind
 
 
@@ -69,8 +69,9 @@ class Tally:
         self.recipe = recipe
         self.judge = judge
         self.declarations = declarations
-        self._groups: dict[tuple[int, str | None], VerdictGroup] = {}
-        self._outcome_ids: dict[int, int] = {}
+        #: (outcome, declaration) -> its group; outcomes compare by identity (one per key
+        #: judged, shared by the keys the judge found equivalent)
+        self._groups: dict[tuple[Outcome, str | None], VerdictGroup] = {}
         self._states: dict[CombinationKey, KeyState] = {}
         #: per combination key, its tallies (the key states themselves)
         self.seen: Mapping[CombinationKey, KeyTally] = self._states
@@ -115,8 +116,7 @@ class Tally:
             self.recommended_by_hardware[hardware] += count
         group = state.groups.get(declared)
         if group is None:
-            outcome_id = self._outcome_ids.setdefault(id(outcome), len(self._outcome_ids))
-            group_key = (outcome_id, declared)
+            group_key = (outcome, declared)
             group = self._groups.get(group_key)
             if group is None:
                 group = self._groups[group_key] = VerdictGroup(
@@ -126,25 +126,27 @@ class Tally:
         group.sets.append(selections)
         group.count += count
 
+    def outcomes(self) -> Iterator[Outcome]:
+        """The outcome of every key tallied (one per key, in the order keys were met)."""
+        for state in self._states.values():
+            yield state.outcome
+
     def entries(self) -> list[VerdictEntry]:
         """One verdict entry per (outcome, declaration), in the order they were first met."""
         entries = []
         for group in self._groups.values():
             outcome = group.outcome
             entries.append(
-                construct(
-                    VerdictEntry,
-                    {
-                        "recipe": self.recipe,
-                        "combinations": group.count,
-                        "selections": tuple(group.sets),
-                        "verdict": outcome.verdict,
-                        "roles": outcome.roles,
-                        "reasons": outcome.reasons,
-                        "nearest": outcome.nearest,
-                        "evidence": outcome.evidence,
-                        "declared_by": group.declared_by,
-                    },
+                VerdictEntry(
+                    recipe=self.recipe,
+                    combinations=group.count,
+                    selections=tuple(group.sets),
+                    verdict=outcome.verdict,
+                    roles=outcome.roles,
+                    reasons=outcome.reasons,
+                    nearest=outcome.nearest,
+                    evidence=outcome.evidence,
+                    declared_by=group.declared_by,
                 )
             )
         return entries

@@ -9,8 +9,9 @@ reasons and the nearest evidence.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any, Literal
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -18,12 +19,12 @@ from pydantic import (
     Field,
     SerializationInfo,
     SerializerFunctionWrapHandler,
-    field_serializer,
+    WrapSerializer,
     model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from provenance.model.combination import PdPool, PdSelection, Selection, construct
+from provenance.model.combination import PdPool, PdSelection, Selection
 from provenance.model.reasons import ReasonCode, VerdictKind
 
 AUDIT_SCHEMA: Literal["provenance.audit/v2"] = "provenance.audit/v2"
@@ -34,10 +35,16 @@ AUDIT_SCHEMA: Literal["provenance.audit/v2"] = "provenance.audit/v2"
 RECORD_INDEX = "record_index"
 
 
-class EvidenceRef(BaseModel):
+#: How pydantic reads and writes the report's parts (frozen dataclasses, built by the audit
+#: without validation) inside :class:`AuditReport`: unknown fields are refused.
+_PART = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceRef:
     """A pointer to an evidence record and the PRs (``repo#N``) that introduced it."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    __pydantic_config__: ClassVar[ConfigDict] = _PART
 
     record: str
     prs: tuple[str, ...] = ()
@@ -53,46 +60,51 @@ def _index_or_ref(schema: dict[str, Any]) -> None:
     }
 
 
-class FlagProvenance(BaseModel):
+def _evidence_as_indexes(
+    value: tuple[EvidenceRef, ...], handler: SerializerFunctionWrapHandler, info: SerializationInfo
+) -> Any:
+    """A flag's evidence as indexes into the report's records, when the context has them."""
+    context = info.context
+    index: Mapping[str, int] | None = (
+        context.get(RECORD_INDEX) if isinstance(context, dict) else None
+    )
+    if index is None:
+        return handler(value)
+    return [index[ref.record] for ref in value]
+
+
+@dataclass(frozen=True, slots=True)
+class FlagProvenance:
     """One major flag of one role and the evidence that sets it in scope.
 
     In JSON, ``evidence`` is a list of references, or, inside an audit report, a list
     of indexes into the report's ``records`` table (see :data:`RECORD_INDEX`).
     """
 
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid", populate_by_name=True)
+
     key: str
     value: str
-    cls: str = Field(alias="class")
-    evidence: tuple[EvidenceRef, ...] = Field(default=(), json_schema_extra=_index_or_ref)
-
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
-    @field_serializer("evidence", mode="wrap")
-    def _evidence_as_indexes(
-        self,
-        value: tuple[EvidenceRef, ...],
-        handler: SerializerFunctionWrapHandler,
-        info: SerializationInfo,
-    ) -> Any:
-        context = info.context
-        index: Mapping[str, int] | None = (
-            context.get(RECORD_INDEX) if isinstance(context, dict) else None
-        )
-        if index is None:
-            return handler(value)
-        return [index[ref.record] for ref in value]
+    cls: Annotated[str, Field(alias="class")]
+    evidence: Annotated[
+        tuple[EvidenceRef, ...],
+        Field(json_schema_extra=_index_or_ref),
+        WrapSerializer(_evidence_as_indexes),
+    ] = ()
 
 
-class RoleFlags(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True, slots=True)
+class RoleFlags:
+    __pydantic_config__: ClassVar[ConfigDict] = _PART
 
     role: str
     node_rank: int | None = None
-    flags: tuple[FlagProvenance, ...]
+    flags: tuple[FlagProvenance, ...] = field(kw_only=True)
 
 
-class Reason(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True, slots=True)
+class Reason:
+    __pydantic_config__: ClassVar[ConfigDict] = _PART
 
     code: ReasonCode
     role: str | None = None
@@ -103,40 +115,44 @@ class Reason(BaseModel):
     detail: str = ""
 
 
-class NearestEvidence(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NearestEvidence:
     """The evidence point with the smallest flag difference, per role."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    __pydantic_config__: ClassVar[ConfigDict] = _PART
 
     record: str
     config_key: str
     prs: tuple[str, ...] = ()
     role: str | None = None
     distance: int
-    only_recipe: dict[str, str] = Field(default_factory=dict)
-    only_evidence: dict[str, str] = Field(default_factory=dict)
-    changed: dict[str, tuple[str, str]] = Field(default_factory=dict)
+    only_recipe: dict[str, str] = field(default_factory=dict)
+    only_evidence: dict[str, str] = field(default_factory=dict)
+    changed: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
-class FeatureChoice(BaseModel):
+@dataclass(frozen=True, slots=True)
+class FeatureChoice:
     """The enabled features of a selection and the effective mode of each modes-feature."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    __pydantic_config__: ClassVar[ConfigDict] = _PART
 
     features: tuple[str, ...] = ()
-    feature_modes: dict[str, str | None] = Field(default_factory=dict)
+    feature_modes: dict[str, str | None] = field(default_factory=dict)
 
 
-class PdPools(BaseModel):
+@dataclass(frozen=True, slots=True)
+class PdPools:
     """Every pairing of these prefill pools with these decode pools."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    __pydantic_config__: ClassVar[ConfigDict] = _PART
 
     prefill: tuple[PdPool, ...]
     decode: tuple[PdPool, ...]
 
 
-class SelectionSet(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SelectionSet:
     """A cross-product of selections: one deployment shape × feature choices × PD pools.
 
     It stands for ``len(features) × len(pd.prefill) × len(pd.decode)`` selections
@@ -145,7 +161,7 @@ class SelectionSet(BaseModel):
     of combinations with one outcome; listing them one by one would dominate the report.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    __pydantic_config__: ClassVar[ConfigDict] = _PART
 
     variant: str
     hardware: str
@@ -166,67 +182,64 @@ class SelectionSet(BaseModel):
         """Every selection of the set: feature choices outermost, then prefill, then decode."""
         pairs: list[PdSelection | None] = [None]
         if self.pd is not None:
-            pairs = [
-                construct(PdSelection, {"prefill": p, "decode": d})
-                for p in self.pd.prefill
-                for d in self.pd.decode
-            ]
+            pairs = [PdSelection(p, d) for p in self.pd.prefill for d in self.pd.decode]
         for choice in self.features:
             for pair in pairs:
-                yield construct(
-                    Selection,
-                    {
-                        "variant": self.variant,
-                        "hardware": self.hardware,
-                        "strategy": self.strategy,
-                        "node_count": self.node_count,
-                        "pd": pair,
-                        "kv_offload": self.kv_offload,
-                        "kv_instances": self.kv_instances,
-                        "features": choice.features,
-                        "feature_modes": choice.feature_modes,
-                        "omni_task": self.omni_task,
-                    },
+                yield Selection(
+                    self.variant,
+                    self.hardware,
+                    self.strategy,
+                    self.node_count,
+                    pair,
+                    self.kv_offload,
+                    self.kv_instances,
+                    choice.features,
+                    choice.feature_modes,
+                    self.omni_task,
                 )
 
     @classmethod
     def of(cls, selection: Selection) -> SelectionSet:
-        """The set holding exactly ``selection`` (built without validation: a
-        :class:`Selection` is already valid)."""
+        """The set holding exactly ``selection``."""
         pd = selection.pd
-        return construct(
-            cls,
-            {
-                "variant": selection.variant,
-                "hardware": selection.hardware,
-                "strategy": selection.strategy,
-                "node_count": selection.node_count,
-                "kv_offload": selection.kv_offload,
-                "kv_instances": selection.kv_instances,
-                "omni_task": selection.omni_task,
-                "features": (feature_choice(selection.features, selection.feature_modes),),
-                "pd": construct(PdPools, {"prefill": (pd.prefill,), "decode": (pd.decode,)})
-                if pd is not None
-                else None,
-            },
+        return cls(
+            variant=selection.variant,
+            hardware=selection.hardware,
+            strategy=selection.strategy,
+            node_count=selection.node_count,
+            kv_offload=selection.kv_offload,
+            kv_instances=selection.kv_instances,
+            omni_task=selection.omni_task,
+            features=(feature_choice(selection.features, selection.feature_modes),),
+            pd=PdPools((pd.prefill,), (pd.decode,)) if pd is not None else None,
         )
 
 
 def feature_choice(features: tuple[str, ...], modes: dict[str, str | None]) -> FeatureChoice:
-    """A :class:`FeatureChoice` built without validation (from an enumerated selection)."""
-    return construct(FeatureChoice, {"features": features, "feature_modes": modes})
+    """The :class:`FeatureChoice` of an enumerated selection's features and modes."""
+    return FeatureChoice(features, modes)
 
 
-class VerdictEntry(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VerdictEntry:
     """The outcome shared by a group of combinations (``combinations`` of them).
 
-    ``selections`` lists them as :class:`SelectionSet` cross-products. For
-    convenience the constructor also accepts ``selection=`` (one
-    :class:`~provenance.model.combination.Selection`) or ``selections=`` as a list
-    of plain selections; each becomes a set of one.
+    ``selections`` lists them as :class:`SelectionSet` cross-products;
+    :meth:`of_selections` builds an entry from plain selections (each a set of one).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    #: The published schema (``provenance schema audit``) keeps its description as it was
+    #: when entries were pydantic models, word for word: the schema is an output.
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "description": "The outcome shared by a group of combinations (``combinations`` "
+            "of them).\n\n``selections`` lists them as :class:`SelectionSet` cross-products. "
+            "For\nconvenience the constructor also accepts ``selection=`` (one\n"
+            ":class:`~provenance.model.combination.Selection`) or ``selections=`` as a list\n"
+            "of plain selections; each becomes a set of one."
+        },
+    )
 
     recipe: str
     combinations: int
@@ -238,24 +251,13 @@ class VerdictEntry(BaseModel):
     evidence: tuple[EvidenceRef, ...] = ()
     declared_by: str | None = None
 
-    @model_validator(mode="before")
     @classmethod
-    def _plain_selections(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
-        single = data.pop("selection", None)
-        items = list(data.get("selections") or ())
-        if single is not None:
-            items.insert(0, single)
-        sets = [SelectionSet.of(i) if isinstance(i, Selection) else i for i in items]
-        if "combinations" not in data:  # count them, validating each set once, here
-            sets = [
-                s if isinstance(s, SelectionSet) else SelectionSet.model_validate(s) for s in sets
-            ]
-            data["combinations"] = sum(s.count for s in sets)
-        data["selections"] = tuple(sets)
-        return data
+    def of_selections(
+        cls, *, selections: Iterable[Selection | SelectionSet], **fields: Any
+    ) -> VerdictEntry:
+        """The entry for ``selections`` (a plain selection becomes a set of one), counted."""
+        sets = tuple(s if isinstance(s, SelectionSet) else SelectionSet.of(s) for s in selections)
+        return cls(combinations=sum(s.count for s in sets), selections=sets, **fields)
 
     def iter_selections(self) -> Iterator[Selection]:
         """Every combination of the entry, one :class:`Selection` each."""
@@ -263,10 +265,11 @@ class VerdictEntry(BaseModel):
             yield from selection_set.selections()
 
 
-class RecordSummary(BaseModel):
+@dataclass(frozen=True, slots=True)
+class RecordSummary:
     """One evidence record referenced by the report (flags point here by index)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    __pydantic_config__: ClassVar[ConfigDict] = _PART
 
     record: str
     config_key: str
@@ -276,10 +279,11 @@ class RecordSummary(BaseModel):
 ReverseStatus = Literal["reproduced", "not-expressible", "not-reproduced"]
 
 
-class ReverseEntry(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReverseEntry:
     """An in-scope evidence point and the recipe combinations that reproduce it, or why none can."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    __pydantic_config__: ClassVar[ConfigDict] = _PART
 
     record: str
     config_key: str
@@ -342,7 +346,12 @@ class AuditReport(BaseModel):
         (anything else is left for validation to judge)."""
         if not isinstance(data, dict) or not data.get("records"):
             return data
-        table = [r.model_dump() if isinstance(r, BaseModel) else r for r in data["records"]]
+        if not any(isinstance(entry, dict) for entry in data.get("verdicts") or ()):
+            return data  # built from the audit's own objects: nothing to read back
+        table = [
+            {"record": r.record, "prs": r.prs} if isinstance(r, RecordSummary) else r
+            for r in data["records"]
+        ]
 
         def resolve(ref: Any) -> Any:
             if isinstance(ref, int) and not isinstance(ref, bool) and 0 <= ref < len(table):

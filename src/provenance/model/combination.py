@@ -2,71 +2,54 @@
 
 The shapes mirror the reference oracle's JSON lines (``selection`` and
 ``result``) so records can be compared one for one after sorting.
+
+These are the currency of the hot path — the enumeration yields hundreds of
+thousands of selections, the renderer one command per role — so they are frozen,
+slotted dataclasses, hashed and compared by value, built without validation. Where
+they cross a boundary (a report, a JSON line, ``provenance explain``) pydantic
+validates and serialises them like models: ``__pydantic_config__`` gives them the
+same schema (extra fields forbidden) and the same JSON as the models they replace.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 EnvValue = str | int | float | bool | None
-
-_Model = TypeVar("_Model", bound=BaseModel)
-_new = object.__new__
-_ALL_FIELDS: dict[type[BaseModel], set[str]] = {}
-_set = object.__setattr__
-
-
-def construct(cls: type[_Model], values: dict[str, Any]) -> _Model:
-    """``cls.model_construct(**values)`` for ``values`` naming every field of ``cls``.
-
-    No validation, as with ``model_construct``, but about ten times cheaper: the
-    enumeration and the renderer build one model per selection and per role
-    (hundreds of thousands for one recipe). The result is equal to
-    ``model_construct``'s, field set included (``tests/recipes/test_construct.py``).
-    ``values`` becomes the instance's ``__dict__``: pass a fresh dict. Every
-    instance of ``cls`` built here shares one fields-set object (all fields are
-    set; a frozen model never adds to it, and ``model_copy`` copies it first):
-    a set of ten names is 728 bytes, as much again as the selection's values.
-    """
-    fields_set = _ALL_FIELDS.get(cls)
-    if fields_set is None or len(values) != len(fields_set):
-        fields_set = set(values)
-        if fields_set == set(cls.model_fields):
-            _ALL_FIELDS[cls] = fields_set
-    instance = _new(cls)
-    _set(instance, "__dict__", values)
-    _set(instance, "__pydantic_fields_set__", fields_set)
-    _set(instance, "__pydantic_extra__", None)
-    _set(instance, "__pydantic_private__", None)
-    return instance
-
 
 Role = Literal["serve", "head", "worker", "prefill", "decode", "instance", "instance_worker"]
 DeployType = Literal["single_node", "multi_node", "pd_cluster", "kv_store_lb", "omni"]
 
+#: How pydantic reads and writes these dataclasses at a boundary: unknown fields refused.
+_STRICT_FIELDS = ConfigDict(extra="forbid")
 
-class PdPool(BaseModel):
+
+@dataclass(frozen=True, slots=True)
+class PdPool:
     """One pd_cluster pool: how many nodes and which parallelism mode (tp, tep, dep)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT_FIELDS
 
     nodes: int
     parallelism: str
 
 
-class PdSelection(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True, slots=True)
+class PdSelection:
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT_FIELDS
 
     prefill: PdPool
     decode: PdPool
 
 
-class Selection(BaseModel):
+@dataclass(frozen=True, slots=True)
+class Selection:
     """Everything a user picks in the recipes command builder (same fields as the oracle)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT_FIELDS
 
     variant: str
     hardware: str
@@ -77,7 +60,7 @@ class Selection(BaseModel):
     kv_offload: str | None = None
     kv_instances: int | None = None
     features: tuple[str, ...] = ()
-    feature_modes: dict[str, str | None] = Field(default_factory=dict)
+    feature_modes: dict[str, str | None] = field(default_factory=dict)
     #: omni recipes only: the task key rendered (``None`` when the recipe declares none).
     omni_task: str | None = None
 
@@ -115,25 +98,39 @@ class Selection(BaseModel):
         return " · ".join(parts)
 
 
-class RoleCommand(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoleCommand:
     """One process of a deployment: its role, node rank, argv and env."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT_FIELDS
 
     role: Role
     node_rank: int | None = None
     argv: tuple[str, ...] | None
-    env: dict[str, EnvValue] = Field(default_factory=dict)
+    env: dict[str, EnvValue] = field(default_factory=dict)
     #: Mooncake instance index (``instance`` / ``instance_worker`` roles only).
     instance: int | None = None
     #: shell text, set only where the builder has no argv form (omni recipes).
     command: str | None = None
 
+    def __hash__(self) -> int:
+        return hash(
+            (
+                self.role,
+                self.node_rank,
+                self.argv,
+                tuple(self.env.items()),
+                self.instance,
+                self.command,
+            )
+        )
 
-class RenderResult(BaseModel):
+
+@dataclass(frozen=True, slots=True)
+class RenderResult:
     """The oracle's ``result``: deploy type, model id and every role's command."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT_FIELDS
 
     deploy_type: DeployType
     model_id: str
@@ -141,7 +138,7 @@ class RenderResult(BaseModel):
 
 
 class Combination(BaseModel):
-    """A selection and what the builder renders for it."""
+    """A selection and what the builder renders for it (one line of ``provenance combos``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -91,7 +91,7 @@ def _combinations(
 ) -> Iterator[Combination]:
     renderer = Renderer(recipe, root)
     for selection in enumerate_selections(recipe, root, options):
-        yield Combination.model_construct(
+        yield Combination(
             recipe=recipe.hf_id, selection=selection, result=renderer.render(selection)
         )
 

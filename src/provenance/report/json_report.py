@@ -16,11 +16,12 @@ exactly the model's) and joins the pieces in the model's field order;
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Hashable, Sequence
 from operator import attrgetter
 from typing import Any, TextIO
 
-from pydantic import BaseModel
+from pydantic import TypeAdapter
 from pydantic_core import to_json
 
 from provenance.audit.verdicts import (
@@ -32,7 +33,10 @@ from provenance.audit.verdicts import (
 )
 
 #: The fields of a selection set written before ``features`` and ``pd`` (its last two).
-_SET_HEAD = tuple(name for name in SelectionSet.model_fields if name not in ("features", "pd"))
+_SET_HEAD = tuple(
+    f.name for f in dataclasses.fields(SelectionSet) if f.name not in ("features", "pd")
+)
+_SET_ADAPTER = TypeAdapter(SelectionSet)
 _set_head_key = attrgetter(*_SET_HEAD)
 _REPORT_FIELDS = tuple(AuditReport.model_fields)
 #: The report's fields written after ``verdicts`` (the rest, but for them, comes before).
@@ -60,6 +64,8 @@ class _EntryWriter:
         self._texts: dict[Hashable, str] = {}
         #: id of a model -> ``[its JSON text]`` (most arrays hold one part: pools, reasons)
         self._singles: dict[int, str] = {}
+        #: the serialiser of each kind of part
+        self._adapters: dict[type, TypeAdapter[Any]] = {}
 
     # Cache misses: serialise (pydantic) and remember ----------------------------------
 
@@ -67,15 +73,20 @@ class _EntryWriter:
         found = self._texts[value] = to_json(value).decode()
         return found
 
-    def _part(self, part: BaseModel) -> str:
-        found = self._json[id(part)] = part.model_dump_json(by_alias=True, context=self.context)
+    def _part(self, part: Any) -> str:
+        adapter = self._adapters.get(type(part))
+        if adapter is None:
+            adapter = self._adapters[type(part)] = TypeAdapter(type(part))
+        found = self._json[id(part)] = adapter.dump_json(
+            part, by_alias=True, context=self.context
+        ).decode()
         return found
 
-    def _single(self, part: BaseModel) -> str:
+    def _single(self, part: Any) -> str:
         found = self._singles[id(part)] = f"[{self._json.get(id(part)) or self._part(part)}]"
         return found
 
-    def _shared_array(self, parts: Sequence[BaseModel]) -> str:
+    def _shared_array(self, parts: Sequence[Any]) -> str:
         """``[part,...]``, remembered by the sequence's ``id`` (shared by many entries)."""
         found = self._json[id(parts)] = self._array(parts)
         return found
@@ -90,13 +101,13 @@ class _EntryWriter:
 
     def _set_head(self, selection_set: SelectionSet) -> str:
         """``{"variant":…,…,"omni_task":…``: every field before ``features``, by value."""
-        text = selection_set.model_dump_json(by_alias=True, include=set(_SET_HEAD))
+        text = _SET_ADAPTER.dump_json(selection_set, by_alias=True, include=set(_SET_HEAD)).decode()
         found = self._texts[_set_head_key(selection_set)] = text[:-1]
         return found
 
     # Hot path -------------------------------------------------------------------------
 
-    def _array(self, parts: Sequence[BaseModel]) -> str:
+    def _array(self, parts: Sequence[Any]) -> str:
         """``[part,...]``, each part serialised once; the array itself is seldom shared."""
         if len(parts) == 1:
             (only,) = parts

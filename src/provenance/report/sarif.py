@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from pydantic import TypeAdapter
+
 from provenance import __version__
 from provenance.audit.verdicts import AuditReport, Reason
 from provenance.escaping import terminal
@@ -28,6 +30,8 @@ from provenance.model.combination import Selection
 from provenance.model.reasons import ReasonCode
 from provenance.recipes.locate import flag_places
 from provenance.safe_yaml import KeyPath, LoadedYaml, load_yaml, load_yaml_text
+
+_REASON = TypeAdapter(Reason)
 
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 #: Where each reason code is documented (``#<code>`` anchors).
@@ -275,7 +279,7 @@ def build(report: AuditReport) -> dict[str, Any]:
         path = report.recipe_files.get(result.recipe)
         fingerprint = hashlib.sha256(
             json.dumps(
-                [result.recipe, result.reason.model_dump(mode="json")], sort_keys=True
+                [result.recipe, _REASON.dump_python(result.reason, mode="json")], sort_keys=True
             ).encode()
         ).hexdigest()
         item: dict[str, Any] = {

@@ -32,7 +32,7 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from provenance.audit.verdicts import (
     AuditReport,
@@ -45,7 +45,7 @@ from provenance.audit.verdicts import (
     SelectionSet,
     VerdictEntry,
 )
-from provenance.model.combination import PdPool, Selection, construct
+from provenance.model.combination import PdPool, Selection
 from provenance.model.reasons import VerdictKind
 
 DIFF_SCHEMA: Literal["provenance.diff/v2"] = "provenance.diff/v2"
@@ -103,6 +103,15 @@ class ChangeGroup(_Change):
     combinations: int
     selections: tuple[SelectionSet, ...]
 
+    @model_serializer(mode="wrap")
+    def _written_order(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The fields in the order ``provenance.diff/v2`` writes them, which is not the
+        order of their declaration: the group's size first, then (for a removed group) the
+        head side before the flags, or (otherwise) the gate decision before the head side."""
+        data: dict[str, Any] = handler(self)
+        order = _REMOVED_ORDER if self.kind == "removed" else _CHANGED_ORDER
+        return {name: data[name] for name in order if name in data}
+
     def iter_selections(self) -> Iterator[Selection]:
         for selection_set in self.selections:
             yield from selection_set.selections()
@@ -111,7 +120,22 @@ class ChangeGroup(_Change):
         """The group one combination at a time."""
         shared = {name: getattr(self, name) for name in _Change.model_fields}
         for selection in self.iter_selections():
-            yield construct(CombinationChange, {**shared, "selection": selection})
+            yield CombinationChange(**shared, selection=selection)
+
+
+_GROUP_HEAD = ("recipe", "combinations", "selections", "kind", "base_verdict")
+_HEAD_SIDE = ("head_verdict", "reasons", "nearest", "declared_by")
+_GATE = ("blocking", "block_reason")
+_REMOVED_ORDER = (
+    *_GROUP_HEAD,
+    "head_verdict",
+    "flags",
+    "reasons",
+    "nearest",
+    "declared_by",
+    *_GATE,
+)
+_CHANGED_ORDER = (*_GROUP_HEAD, "flags", *_GATE, *_HEAD_SIDE)
 
 
 class LensRole(BaseModel):
@@ -224,7 +248,7 @@ def _flag_changes(base: RoleFlagMap, head: RoleFlagMap) -> FlagChanges:
             removed[role] = minus
         if moved:
             changed[role] = moved
-    return construct(FlagChanges, {"added": added, "changed": changed, "removed": removed})
+    return FlagChanges(added=added, changed=changed, removed=removed)
 
 
 #: A selection as (shape id, feature-choice id, pool-pair id); pool-pair 0 = no PD.
@@ -349,18 +373,14 @@ class _Keys:
         prefill = {(p.nodes, p.parallelism): p for p, _ in pairs}
         decode = {(d.nodes, d.parallelism): d for _, d in pairs}
         if len(prefill) * len(decode) == len(pairs):  # distinct pairs: the whole product
-            return [
-                construct(
-                    PdPools, {"prefill": tuple(prefill.values()), "decode": tuple(decode.values())}
-                )
-            ]
-        return [construct(PdPools, {"prefill": (p,), "decode": (d,)}) for p, d in pairs]
+            return [PdPools(tuple(prefill.values()), tuple(decode.values()))]
+        return [PdPools((p,), (d,)) for p, d in pairs]
 
     def _set(
         self, shape: int, features: tuple[FeatureChoice, ...], pd: PdPools | None
     ) -> SelectionSet:
         fields = self.shapes[shape][1]
-        return construct(SelectionSet, {**fields, "features": features, "pd": pd})
+        return SelectionSet(**fields, features=features, pd=pd)
 
 
 @dataclass
@@ -460,10 +480,7 @@ class _Differ:
                 "kind": "removed",
                 "base_verdict": old.verdict,
                 "head_verdict": None,
-                "flags": construct(
-                    FlagChanges,
-                    {"added": {}, "changed": {}, "removed": self.flags(False, before)},
-                ),
+                "flags": FlagChanges(removed=self.flags(False, before)),
                 "reasons": (),
                 "nearest": (),
                 "declared_by": None,
@@ -490,9 +507,7 @@ class _Differ:
             return {
                 "kind": "new",
                 "base_verdict": None,
-                "flags": construct(
-                    FlagChanges, {"added": head_flags, "changed": {}, "removed": {}}
-                ),
+                "flags": FlagChanges(added=head_flags),
                 "blocking": blocking,
                 "block_reason": "new-guide-only" if blocking else None,
                 **shared,
@@ -610,14 +625,8 @@ class _Differ:
 
     def _group(self, pair: _Pair) -> ChangeGroup:
         sets = [*pair.sets, *self.keys.sets(pair.loose)]
-        return construct(
-            ChangeGroup,
-            {
-                "recipe": pair.recipe,
-                "combinations": pair.count,
-                "selections": tuple(sets),
-                **pair.change,
-            },
+        return ChangeGroup(
+            recipe=pair.recipe, combinations=pair.count, selections=tuple(sets), **pair.change
         )
 
 
@@ -688,7 +697,9 @@ def _lens(head: Sequence[VerdictEntry], lens_keys: set[tuple[str, str]]) -> tupl
     if not lens_keys:
         return ()
     found: dict[tuple[str, str], dict[tuple[object, ...], _LensGroup]] = {}
-    lens_roles: dict[tuple[str, int], LensRole] = {}
+    #: (role, id of a flag's evidence tuple) -> that tuple and its LensRole (whose own
+    #: tuple is a validated copy): one LensRole per evidence tuple of the audit
+    lens_roles: dict[tuple[str, int], tuple[tuple[EvidenceRef, ...], LensRole]] = {}
     # per RoleFlags (shared by many entries): its lens flags, each with its LensRole
     role_hits: dict[int, tuple[RoleFlags, list[tuple[tuple[str, str], LensRole]]]] = {}
     for entry in head:
@@ -705,12 +716,13 @@ def _lens(head: Sequence[VerdictEntry], lens_keys: set[tuple[str, str]]) -> tupl
                     if flag_key not in lens_keys:
                         continue
                     memo = (role.role, id(flag.evidence))
-                    lens_role = lens_roles.get(memo)
-                    if lens_role is None or lens_role.evidence is not flag.evidence:
-                        lens_role = lens_roles[memo] = construct(
-                            LensRole, {"role": role.role, "evidence": flag.evidence}
+                    held = lens_roles.get(memo)
+                    if held is None or held[0] is not flag.evidence:
+                        held = lens_roles[memo] = (
+                            flag.evidence,
+                            LensRole(role=role.role, evidence=flag.evidence),
                         )
-                    hits.append((flag_key, lens_role))
+                    hits.append((flag_key, held[1]))
                 known = role_hits[id(role)] = (role, hits)
             for flag_key, lens_role in known[1]:
                 roles = here.setdefault(flag_key, {})
@@ -729,15 +741,12 @@ def _lens(head: Sequence[VerdictEntry], lens_keys: set[tuple[str, str]]) -> tupl
     entries = []
     for (key, value), groups in sorted(found.items()):
         occurrences = [
-            construct(
-                LensOccurrence,
-                {
-                    "recipe": g.recipe,
-                    "verdict": g.verdict,
-                    "combinations": g.combinations,
-                    "selections": tuple(g.selections),
-                    "roles": g.roles,
-                },
+            LensOccurrence(
+                recipe=g.recipe,
+                verdict=g.verdict,
+                combinations=g.combinations,
+                selections=tuple(g.selections),
+                roles=g.roles,
             )
             for g in groups.values()
         ]

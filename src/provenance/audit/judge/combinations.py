@@ -52,6 +52,8 @@ class Outcome:
     evidence: tuple[EvidenceRef, ...]
     scope: Scope
     role_flags: tuple[tuple[str, FlagSet], ...]
+    #: the role judgements behind :attr:`roles` (none when the scope has no evidence)
+    judgements: tuple[RoleJudgement, ...] = ()
 
     @cached_property
     def reason_codes(self) -> tuple[str, ...]:
@@ -252,6 +254,7 @@ class Judge:
             evidence=evidence,
             scope=self._scope(model_id, hardware, kind),
             role_flags=role_flags,
+            judgements=tuple(judgements),
         )
 
     def _judge_without_evidence(

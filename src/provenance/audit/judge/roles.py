@@ -25,7 +25,6 @@ from provenance.audit.index import IndexedRecord
 from provenance.audit.judge.reasons import ordered, prs_of
 from provenance.audit.judge.role_index import RoleIndex, Signatures
 from provenance.audit.verdicts import FlagProvenance, NearestEvidence, Reason, RoleFlags
-from provenance.model.combination import construct
 from provenance.model.flags import FlagSet
 from provenance.model.reasons import ReasonCode
 from provenance.model.scope import DeploymentKind
@@ -40,6 +39,8 @@ class RoleJudgement:
 
     role: str
     flags: FlagSet
+    #: the in-scope records of the role, indexed (the setters of each flag among them)
+    index: RoleIndex
     candidates: tuple[IndexedRecord, ...]
     exact: tuple[IndexedRecord, ...]
     provenance: tuple[FlagProvenance, ...]
@@ -60,18 +61,15 @@ class RoleJudgement:
         found = self._nearest.get(record.id)
         if found is None:
             only_recipe, only_evidence, changed = self.flags.diff_parts(record.major[self.role])
-            found = self._nearest[record.id] = construct(
-                NearestEvidence,
-                {
-                    "record": record.id,
-                    "config_key": record.config_key,
-                    "prs": record.prs,
-                    "role": self.role,
-                    "distance": len(only_recipe) + len(only_evidence) + len(changed),
-                    "only_recipe": only_recipe,
-                    "only_evidence": only_evidence,
-                    "changed": changed,
-                },
+            found = self._nearest[record.id] = NearestEvidence(
+                record=record.id,
+                config_key=record.config_key,
+                prs=record.prs,
+                role=self.role,
+                distance=len(only_recipe) + len(only_evidence) + len(changed),
+                only_recipe=only_recipe,
+                only_evidence=only_evidence,
+                changed=changed,
             )
         return found
 
@@ -112,6 +110,7 @@ def judge_role(
     return RoleJudgement(
         role=role,
         flags=flags,
+        index=index,
         candidates=index.candidates,
         exact=exact,
         provenance=provenance,
@@ -129,21 +128,15 @@ def flag_provenance(
     found = index.provenance.get(item)
     if found is None:
         key, value = item
-        found = index.provenance[item] = construct(
-            FlagProvenance,
-            {
-                "key": key,
-                "value": value,
-                "cls": class_of(key),
-                "evidence": index.setters.get(item, ()),
-            },
+        found = index.provenance[item] = FlagProvenance(
+            key=key, value=value, cls=class_of(key), evidence=index.setters.get(item, ())
         )
     return found
 
 
 def role_flags(role: str, provenance: tuple[FlagProvenance, ...]) -> RoleFlags:
-    """The report's view of one role (built from parts that are valid already)."""
-    return construct(RoleFlags, {"role": role, "node_rank": None, "flags": provenance})
+    """The report's view of one role."""
+    return RoleFlags(role=role, flags=provenance)
 
 
 def _flag_reason(index: RoleIndex, item: tuple[str, str]) -> Reason | None:

@@ -36,7 +36,7 @@ selection-by-selection audit on real recipes.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import NamedTuple
 
@@ -53,13 +53,7 @@ from provenance.audit.normaliser import RoleNormaliser
 from provenance.audit.tally import Tally
 from provenance.audit.verdicts import FeatureChoice, PdPools, SelectionSet, feature_choice
 from provenance.audit.walks.selections import SelectionWalk
-from provenance.model.combination import (
-    PdPool,
-    PdSelection,
-    Role,
-    Selection,
-    construct,
-)
+from provenance.model.combination import PdPool, PdSelection, Role, Selection
 from provenance.model.flags import FlagSet
 from provenance.recipes.enumerate.rules import recipe_is_omni
 from provenance.recipes.enumerate.selections import (
@@ -77,7 +71,6 @@ from provenance.recipes.render.synthesis import (
     dedupe_unit_list,
     join_units,
     model_id_of,
-    parse_units,
     pool_role_inputs,
     render_omni,
     result_deploy_type,
@@ -86,16 +79,31 @@ from provenance.recipes.render.synthesis import (
 
 _NO_FEATURES = FeaturePick(features=(), picked=(), effective={}, is_default=False)
 
-#: A block of one shape's selections with one combination key: feature choices × pool
+#: A shape's pool pairs: (prefill pool, decode pool, is the builder's default pair).
+PoolPairs = tuple[tuple[PdPool, PdPool, bool], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _PickGroup:
+    """The feature picks of a cell that share one feature signature (so one render per
+    role and one key per pool pair), with their feature choices for the report."""
+
+    #: the picks' positions in the cell's ``choices``
+    positions: tuple[int, ...]
+    picks: tuple[FeaturePick, ...]
+    choices: tuple[FeatureChoice, ...]
+
+
+#: A block of one shape's selections with one combination key: feature picks × pool
 #: pairs (indexes into the shape's pool pairs; None without PD).
-_Block = tuple[list[FeaturePick], list[int] | None]
+_Block = tuple[_PickGroup, list[int] | None]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _PoolLayout:
     """A shape's PD pool pairs as indexes into its distinct pools per role."""
 
-    pools: tuple[tuple[PdPool, PdPool, bool], ...]
+    pools: PoolPairs
     prefill: list[PdPool]
     decode: list[PdPool]
     #: (prefill index, decode index) of each pair, in the shape's pair order
@@ -103,10 +111,10 @@ class _PoolLayout:
     #: (prefill, decode) parallelism of each pair
     modes: list[tuple[str, str]]
     #: pair index -> :meth:`products` of that pair alone
-    single: dict[int, list[PdPools | None]]
+    single: dict[int, list[PdPools | None]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, pools: tuple[tuple[PdPool, PdPool, bool], ...]) -> _PoolLayout:
+    def of(cls, pools: PoolPairs) -> _PoolLayout:
         index: dict[str, dict[PdPool, int]] = {"prefill": {}, "decode": {}}
         pairs = []
         for prefill, decode, _ in pools:
@@ -114,7 +122,7 @@ class _PoolLayout:
             d = index["decode"].setdefault(decode, len(index["decode"]))
             pairs.append((p, d))
         modes = [(prefill.parallelism, decode.parallelism) for prefill, decode, _ in pools]
-        return cls(pools, list(index["prefill"]), list(index["decode"]), pairs, modes, {})
+        return cls(pools, list(index["prefill"]), list(index["decode"]), pairs, modes)
 
     def products(
         self,
@@ -131,10 +139,12 @@ class _PoolLayout:
 
 
 class _Half(NamedTuple):
-    """The processes of one PD pool (recipe role and major flags) and their evidence roles."""
+    """The processes of one PD pool (recipe role and major flags) and their evidence roles;
+    ``number`` tells the distinct processes of the walk apart (one per distinct ``raw``)."""
 
     raw: RawRoles
     roles: tuple[EvidenceRoleFlags, ...]
+    number: int
 
 
 def audit_cells(
@@ -158,7 +168,10 @@ def audit_cells(
 
 
 class CellWalk:
-    """Renders, keys and tallies the selections of one recipe by shape cell."""
+    """Renders, keys and tallies the selections of one recipe by shape cell.
+
+    Every memo is keyed by the value it depends on (render inputs, feature arguments,
+    the cell's feature picks and pool pairs)."""
 
     def __init__(
         self, tally: Tally, normaliser: RoleNormaliser, recipe: Recipe, root: RecipesRoot
@@ -169,20 +182,15 @@ class CellWalk:
         self.root = root
         self.renderer = Renderer(recipe, root)
         self._majors: dict[tuple[RoleInputs, tuple[str, ...]], FlagSet] = {}
-        self._reduced: dict[tuple[int, frozenset[str]], tuple[str, ...]] = {}
-        #: feature part tokens (kept alive by the renderer's memo) -> droppable names
-        self._droppable: dict[int, frozenset[str]] = {}
+        self._reduced: dict[tuple[RenderedPart, frozenset[str]], tuple[str, ...]] = {}
+        #: a feature part -> the names of its droppable units
+        self._droppable: dict[RenderedPart, frozenset[str]] = {}
         self._sig_parts: dict[tuple[str, ...], RenderedPart] = {}
         self._choices: dict[tuple[object, ...], FeatureChoice] = {}
-        self._layouts: dict[int, _PoolLayout] = {}
-        self._pools: dict[tuple[tuple[int, ...], tuple[int, ...]], PdPools] = {}
+        self._layouts: dict[PoolPairs, _PoolLayout] = {}
+        self._pools: dict[tuple[tuple[PdPool, ...], tuple[PdPool, ...]], PdPools] = {}
         self._feature_names = _feature_names(recipe)
-        self._groupings: dict[
-            tuple[object, ...],
-            tuple[tuple[FeaturePick, ...], dict[tuple[str, ...], list[FeaturePick]]],
-        ] = {}
-        self._pick_lists: dict[int, tuple[list[FeaturePick], tuple[FeatureChoice, ...]]] = {}
-        self._plain_parts: dict[int, bool] = {}
+        self._groupings: dict[tuple[object, ...], dict[tuple[str, ...], _PickGroup]] = {}
         self._alone: dict[tuple[object, ...], tuple[frozenset[str], FlagSet] | None] = {}
         self._template_names: dict[RoleInputs, frozenset[str] | None] = {}
         self._interned: dict[FlagSet, FlagSet] = {}
@@ -210,7 +218,7 @@ class CellWalk:
             part = self._sig_part(sig)
             units = dedupe_unit_list(join_units((prefix, part, kv_args)))
             normaliser = self.normaliser
-            if self._plain(prefix) and self._plain(part) and self._plain(kv_args):
+            if prefix.plain and part.plain and kv_args.plain:
                 found = normaliser.units_major(head, units, env)
             else:  # a short flag or negative number: let the normaliser split the tokens
                 found = normaliser.command_major((*head, *(t for u in units for t in u)), env)
@@ -221,7 +229,7 @@ class CellWalk:
     def _sig_part(self, sig: tuple[str, ...]) -> RenderedPart:
         part = self._sig_parts.get(sig)
         if part is None:
-            part = self._sig_parts[sig] = (list(sig), parse_units(list(sig)))
+            part = self._sig_parts[sig] = RenderedPart.of(sig)
         return part
 
     def _sig_alone(
@@ -234,17 +242,17 @@ class CellWalk:
         found: tuple[frozenset[str], FlagSet] | None = None
         part = self._sig_part(sig)
         normaliser = self.normaliser
-        if self._plain(part) and all(flag is not None for flag, _ in part[1]):
+        if part.plain and all(flag is not None for flag, _ in part.units):
             names: set[str] = set()
-            for flag, unit in part[1]:
+            for flag, unit in part.units:
                 unit_names = normaliser.unit_facts(unit).names
                 if unit_names is None or flag is None:
                     break
                 names.update(unit_names)
                 names.add(flag)
             else:
-                units = [unit for _, unit in part[1]]
-                if len({flag for flag, _ in part[1]}) == len(units):
+                units = [unit for _, unit in part.units]
+                if len({flag for flag, _ in part.units}) == len(units):
                     found = (frozenset(names), normaliser.units_major(head, units, {}))
         self._alone[memo_key] = found
         return found
@@ -259,7 +267,7 @@ class CellWalk:
         if not _flag_first(kv_args):
             names = None  # a value first could attach to the features' last flag
         unit_facts = self.normaliser.unit_facts
-        for flag, unit in (*prefix[1], *kv_args[1]):
+        for flag, unit in (*prefix.units, *kv_args.units):
             facts = unit_facts(unit)
             if facts.names is None or names is None:
                 names = None
@@ -271,64 +279,48 @@ class CellWalk:
         found = self._template_names[template] = frozenset(names) if names is not None else None
         return found
 
-    def _plain(self, part: RenderedPart) -> bool:
-        """No token of ``part`` is a short flag or a negative number (where the builder's
-        and the normaliser's unit splits could differ)."""
-        tokens = part[0]
-        found = self._plain_parts.get(id(tokens))
-        if found is None:
-            found = not any(t.startswith("-") and not t.startswith("--") for t in tokens)
-            self._plain_parts[id(tokens)] = found
-        return found
-
     def _signature(
         self, template: RoleInputs, pick: FeaturePick, names: frozenset[str], reducible: bool
     ) -> tuple[str, ...]:
         """The feature arguments of ``pick`` that can matter (inert units dropped)."""
         modes = tuple(sorted((f, m) for f, m in pick.effective.items() if m is not None))
-        tokens, units = self.renderer.feature_part(
+        part = self.renderer.feature_part(
             template._replace(features=pick.features, feature_modes=modes)
         )
-        if not reducible or not tokens:
-            return tuple(tokens)
+        if not reducible or not part.tokens:
+            return part.tokens
         # only the names of the droppable units matter: most shapes share the reduction
-        droppable = self._droppable.get(id(tokens))
+        droppable = self._droppable.get(part)
         if droppable is None:
-            droppable = self._droppable[id(tokens)] = self._droppable_names(tokens, units)
-        memo_key = (id(tokens), names & droppable)
+            droppable = self._droppable[part] = self._droppable_names(part)
+        memo_key = (part, names & droppable)
         found = self._reduced.get(memo_key)
         if found is None:
-            found = self._reduced[memo_key] = self._reduce(tokens, units, names)
+            found = self._reduced[memo_key] = self._reduce(part, names)
         return found
 
-    def _droppable_names(
-        self, tokens: Sequence[str], units: Sequence[tuple[str | None, tuple[str, ...]]]
-    ) -> frozenset[str]:
+    def _droppable_names(self, part: RenderedPart) -> frozenset[str]:
         """The flags and config names of the units :meth:`_reduce` may drop."""
         unit_facts = self.normaliser.unit_facts
         names: set[str] = set()
-        for flag, unit in units:
+        for flag, unit in part.units:
             fact = unit_facts(unit)
             if fact.alone and flag is not None:
                 names.update((flag, fact.base))
         return frozenset(names)
 
-    def _reduce(
-        self,
-        tokens: Sequence[str],
-        units: Sequence[tuple[str | None, tuple[str, ...]]],
-        names: frozenset[str],
-    ) -> tuple[str, ...]:
-        if any(t.startswith("-") and not t.startswith("--") for t in tokens):
-            return tuple(tokens)  # a short flag or a negative number: splits may differ
-        flags = [flag for flag, _ in units]
+    def _reduce(self, part: RenderedPart, names: frozenset[str]) -> tuple[str, ...]:
+        """``part`` without its inert units, unless a unit boundary could move."""
+        if not part.plain:
+            return part.tokens  # a short flag or a negative number: splits may differ
+        flags = [flag for flag, _ in part.units]
         if None in flags:
-            return tuple(tokens)  # a positional: boundaries could move
+            return part.tokens  # a positional: boundaries could move
         normaliser = self.normaliser
-        facts = [normaliser.unit_facts(unit) for _, unit in units]
+        facts = [normaliser.unit_facts(unit) for _, unit in part.units]
         bases = [f.base for f in facts]
         kept: list[str] = []
-        for (flag, unit), fact in zip(units, facts, strict=True):
+        for (flag, unit), fact in zip(part.units, facts, strict=True):
             droppable = (
                 fact.alone
                 and flag not in names
@@ -363,11 +355,11 @@ class CellWalk:
         # every strategy deploys a process, every pool a node: templates[0] exists
         by_sig = self._by_signature(cell, templates)
         blocks: dict[CombinationKey, list[_Block]] = {}
-        for sig, picks in by_sig.items():
+        for sig, group in by_sig.items():
             if layout is None:
                 raw: RawRoles = tuple((t.role, self._major(t, sig, model_id)) for t in templates)
                 key = combination_key(model_id, cell.hardware, deploy_type, cell.node_count, raw)
-                blocks.setdefault(key, []).append((picks, None))
+                blocks.setdefault(key, []).append((group, None))
                 continue
             prefill, decode = (
                 [
@@ -376,22 +368,22 @@ class CellWalk:
                 ]
                 for pools in (pool_keys["prefill"], pool_keys["decode"])
             )
-            # pairs with equal processes (one object per distinct half) share a bucket
+            # pairs with equal processes share a bucket
             buckets: dict[tuple[int, int], list[int]] = {}
             for index, (p, d) in enumerate(layout.pairs):
-                buckets.setdefault((id(prefill[p]), id(decode[d])), []).append(index)
+                buckets.setdefault((prefill[p].number, decode[d].number), []).append(index)
             for pairs in buckets.values():
                 p, d = layout.pairs[pairs[0]]
                 key = self._pd_key(model_id, cell.hardware, deploy_type, prefill[p], decode[d])
-                blocks.setdefault(key, []).append((picks, pairs))
+                blocks.setdefault(key, []).append((group, pairs))
         self._tally(cell, model_id, blocks, layout)
 
     def _half(self, raw: RawRoles) -> _Half:
-        """The one object for the processes ``raw`` of a PD pool, with their evidence roles
-        (kept alive here, so its ``id`` names it for the rest of the audit)."""
+        """The processes ``raw`` of a PD pool with their evidence roles (computed once per
+        distinct ``raw``) and their number among the walk's distinct pools."""
         found = self._halves.get(raw)
         if found is None:
-            found = self._halves[raw] = _Half(raw, evidence_roles(raw))
+            found = self._halves[raw] = _Half(raw, evidence_roles(raw), len(self._halves))
         return found
 
     def _pd_key(
@@ -405,14 +397,14 @@ class CellWalk:
 
     def _by_signature(
         self, cell: ShapeCell, templates: list[RoleInputs]
-    ) -> dict[tuple[str, ...], list[FeaturePick]]:
+    ) -> dict[tuple[str, ...], _PickGroup]:
         """The cell's feature picks grouped by their feature signature (shared by the
         cells with the same picks, feature context and outside names)."""
         names, reducible = self._shape_facts(templates)
         first = templates[0]
         # the grouping depends on the names only through the flags the features write
         memo_key = (
-            id(cell.choices),
+            cell.choices,
             first.variant,
             first.hardware,
             self.renderer.allowed_features(first),
@@ -420,18 +412,25 @@ class CellWalk:
             reducible,
         )
         found = self._groupings.get(memo_key)
-        if found is None or found[0] is not cell.choices:
-            by_sig: dict[tuple[str, ...], list[FeaturePick]] = {}
-            for pick in cell.choices:
+        if found is None:
+            positions: dict[tuple[str, ...], list[int]] = {}
+            for position, pick in enumerate(cell.choices):
                 sig = self._signature(first, pick, names, reducible)
-                by_sig.setdefault(sig, []).append(pick)
-            found = self._groupings[memo_key] = (cell.choices, by_sig)
-        return found[1]
+                positions.setdefault(sig, []).append(position)
+            found = self._groupings[memo_key] = {
+                sig: self._pick_group(cell.choices, found_positions)
+                for sig, found_positions in positions.items()
+            }
+        return found
 
-    def _layout(self, pools: tuple[tuple[PdPool, PdPool, bool], ...]) -> _PoolLayout:
-        found = self._layouts.get(id(pools))
-        if found is None or found.pools is not pools:
-            found = self._layouts[id(pools)] = _PoolLayout.of(pools)
+    def _pick_group(self, choices: Sequence[FeaturePick], positions: list[int]) -> _PickGroup:
+        picks = tuple(choices[position] for position in positions)
+        return _PickGroup(tuple(positions), picks, tuple(self._choice(p) for p in picks))
+
+    def _layout(self, pools: PoolPairs) -> _PoolLayout:
+        found = self._layouts.get(pools)
+        if found is None:
+            found = self._layouts[pools] = _PoolLayout.of(pools)
         return found
 
     def _shape_facts(self, templates: Sequence[RoleInputs]) -> tuple[frozenset[str], bool]:
@@ -442,7 +441,7 @@ class CellWalk:
         unit_facts = self.normaliser.unit_facts
         for template in templates:
             prefix, kv_args, _ = self.renderer.parts(template)
-            for flag, unit in (*prefix[1], *kv_args[1]):
+            for flag, unit in (*prefix.units, *kv_args.units):
                 if flag is not None:
                     names.add(flag)
                 names.add(unit_facts(unit).base)
@@ -458,18 +457,16 @@ class CellWalk:
         layout: _PoolLayout | None,
     ) -> None:
         tally = self.tally
-        position = {id(pick): index for index, pick in enumerate(cell.choices)}
         modes = layout.modes if layout is not None else []
         for key, key_blocks in blocks.items():
             state = tally.state(key, model_id)
             example: Callable[[], Selection] | None = None
             if state.example_of is None:
                 first = min(
-                    (position[id(picks[0])], pairs[0] if pairs else 0)
-                    for picks, pairs in key_blocks
+                    (group.positions[0], pairs[0] if pairs else 0) for group, pairs in key_blocks
                 )
                 example = partial(_example, cell, *first)
-            for picks, pairs in key_blocks:
+            for group, pairs in key_blocks:
                 pd_modes: tuple[str, ...] = ()
                 products: list[PdPools | None] = [None]
                 if layout is not None:
@@ -480,8 +477,7 @@ class CellWalk:
                         if len(pairs) == 1
                         else tuple(mode for index in pairs for mode in modes[index])
                     )
-                for declared, declared_picks in self._declared(cell, picks, state.outcome):
-                    choices = self._choices_of(declared_picks)
+                for declared, choices in self._declared(cell, group, state.outcome):
                     for pd in products:
                         selections = self._set(cell, choices, pd)
                         tally.add_set(
@@ -494,53 +490,40 @@ class CellWalk:
                         )
 
     def _declared(
-        self, cell: ShapeCell, picks: list[FeaturePick], outcome: Outcome
-    ) -> list[tuple[str | None, list[FeaturePick]]]:
-        """``picks`` split by the declaration that covers them (None: none or recommended)."""
+        self, cell: ShapeCell, group: _PickGroup, outcome: Outcome
+    ) -> list[tuple[str | None, tuple[FeatureChoice, ...]]]:
+        """The group's feature choices split by the declaration that covers them (None:
+        none, or recommended)."""
         tally = self.tally
         if outcome.verdict == "recommended" or not tally.declarations:
-            return [(None, picks)]
-        groups: dict[str | None, list[FeaturePick]] = {}
-        for pick in picks:
+            return [(None, group.choices)]
+        split: dict[str | None, list[FeatureChoice]] = {}
+        for pick, choice in zip(group.picks, group.choices, strict=True):
             declared = tally.declared(cell.selection(pick, None), outcome)
-            groups.setdefault(declared, []).append(pick)
-        return list(groups.items())
-
-    def _choices_of(self, picks: list[FeaturePick]) -> tuple[FeatureChoice, ...]:
-        """The feature choices of ``picks`` (one tuple per list: blocks share their lists)."""
-        found = self._pick_lists.get(id(picks))
-        if found is None or found[0] is not picks:
-            found = self._pick_lists[id(picks)] = (picks, tuple(self._choice(p) for p in picks))
-        return found[1]
+            split.setdefault(declared, []).append(choice)
+        return [(declared, tuple(choices)) for declared, choices in split.items()]
 
     def _set(
         self, cell: ShapeCell, choices: tuple[FeatureChoice, ...], pd: PdPools | None
     ) -> SelectionSet:
-        return construct(
-            SelectionSet,
-            {
-                "variant": cell.variant,
-                "hardware": cell.hardware,
-                "strategy": cell.strategy,
-                "node_count": cell.node_count,
-                "kv_offload": cell.kv_offload,
-                "kv_instances": cell.kv_instances,
-                "omni_task": None,
-                "features": choices,
-                "pd": pd,
-            },
+        return SelectionSet(
+            variant=cell.variant,
+            hardware=cell.hardware,
+            strategy=cell.strategy,
+            node_count=cell.node_count,
+            kv_offload=cell.kv_offload,
+            kv_instances=cell.kv_instances,
+            omni_task=None,
+            features=choices,
+            pd=pd,
         )
 
     def _pd_pools(self, prefill: tuple[PdPool, ...], decode: tuple[PdPool, ...]) -> PdPools:
-        """One (frozen) object per pool product, by the identity of its pools (hashing a
-        pydantic model is slow; the pools stay alive in the object): MiniMax-M3's 7,452
-        PD selection sets share 828 of them, and the JSON writer serialises each once."""
-        memo_key = (tuple(map(id, prefill)), tuple(map(id, decode)))
+        """One object per pool product (MiniMax-M3's 7,452 PD selection sets share 828)."""
+        memo_key = (prefill, decode)
         found = self._pools.get(memo_key)
         if found is None:
-            found = self._pools[memo_key] = construct(
-                PdPools, {"prefill": prefill, "decode": decode}
-            )
+            found = self._pools[memo_key] = PdPools(prefill=prefill, decode=decode)
         return found
 
     def _choice(self, pick: FeaturePick) -> FeatureChoice:
@@ -554,7 +537,7 @@ class CellWalk:
 def _flag_first(part: RenderedPart) -> bool:
     """``part`` is empty or starts with a ``--flag``: nothing before it can take its first
     token as a value, whichever units the features keep."""
-    return not part[0] or part[0][0].startswith("--")
+    return not part.tokens or part.tokens[0].startswith("--")
 
 
 def _feature_names(recipe: Recipe) -> frozenset[str]:
@@ -578,12 +561,12 @@ def _feature_names(recipe: Recipe) -> frozenset[str]:
 def _example(cell: ShapeCell, pick_index: int, pair_index: int) -> Selection:
     """The selection of ``cell`` with its ``pick_index``-th feature pick and pool pair."""
     pair = cell.pools[pair_index] if cell.pools is not None else None
-    pd = construct(PdSelection, {"prefill": pair[0], "decode": pair[1]}) if pair else None
+    pd = PdSelection(pair[0], pair[1]) if pair else None
     return cell.selection(cell.choices[pick_index], pd)
 
 
 def _products(
-    pools: Sequence[tuple[PdPool, PdPool, bool]],
+    pools: PoolPairs,
     pairs: list[int] | None,
     shared: Callable[[tuple[PdPool, ...], tuple[PdPool, ...]], PdPools],
 ) -> list[PdPools | None]:
@@ -594,19 +577,11 @@ def _products(
     if len(pairs) == 1:  # the common case: one pool pair per key and feature block
         prefill, decode, _ = pools[pairs[0]]
         return [shared((prefill,), (decode,))]
-    # grouped by the pools' field values: equal to grouping by the models, whose
-    # (Python-level) hash and equality cost more than the rest of this function
-    by_prefill: dict[tuple[object, ...], tuple[PdPool, list[PdPool]]] = {}
+    by_prefill: dict[PdPool, list[PdPool]] = {}
     for index in pairs:
         prefill, decode, _ = pools[index]
-        by_prefill.setdefault(_fields(prefill), (prefill, []))[1].append(decode)
-    merged: dict[tuple[object, ...], tuple[tuple[PdPool, ...], list[PdPool]]] = {}
-    for prefill, decodes in by_prefill.values():
-        values = tuple(_fields(d) for d in decodes)
-        merged.setdefault(values, (tuple(decodes), []))[1].append(prefill)
-    return [shared(tuple(prefills), decodes) for decodes, prefills in merged.values()]
-
-
-def _fields(pool: PdPool) -> tuple[object, ...]:
-    """The field values of a pool: two pools are equal exactly when these are."""
-    return tuple(pool.__dict__.values())
+        by_prefill.setdefault(prefill, []).append(decode)
+    merged: dict[tuple[PdPool, ...], list[PdPool]] = {}
+    for prefill, decodes in by_prefill.items():
+        merged.setdefault(tuple(decodes), []).append(prefill)
+    return [shared(tuple(prefills), decodes) for decodes, prefills in merged.items()]

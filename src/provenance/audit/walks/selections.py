@@ -25,21 +25,18 @@ class SelectionWalk:
     def __init__(self, tally: Tally, normaliser: RoleNormaliser) -> None:
         self.tally = tally
         self.normaliser = normaliser
-        self._major_memo: dict[tuple[object, ...], FlagSet] = {}
-        self._rc_memo: dict[int, tuple[RoleCommand, FlagSet]] = {}
+        self._majors: dict[tuple[object, ...], FlagSet] = {}
         self._keys: dict[tuple[object, ...], CombinationKey] = {}
 
     # Per process ---------------------------------------------------------
     def role_major(self, command: RoleCommand) -> FlagSet:
-        cached = self._rc_memo.get(id(command))
-        if cached is not None and cached[0] is command:
-            return cached[1]
+        """The major flags of one process (normalised once per distinct argv and env)."""
         key = (command.argv, tuple(command.env.items()))
-        major = self._major_memo.get(key)
+        major = self._majors.get(key)
         if major is None:
-            major = self.normaliser.command_major(command.argv or (), command.env)
-            self._major_memo[key] = major
-        self._rc_memo[id(command)] = (command, major)
+            major = self._majors[key] = self.normaliser.command_major(
+                command.argv or (), command.env
+            )
         return major
 
     def key_of(self, selection: Selection, result: RenderResult) -> CombinationKey:

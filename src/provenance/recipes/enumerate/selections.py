@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from provenance.errors import InputError, UsageError
-from provenance.model.combination import PdPool, PdSelection, Selection, construct
+from provenance.model.combination import PdPool, PdSelection, Selection
 from provenance.recipes.enumerate.hardware import HardwareView, hardware_view
 from provenance.recipes.enumerate.rules import (
     MAX_NODES,
@@ -419,7 +419,7 @@ def _power_set(items: Sequence[str]) -> list[tuple[str, ...]]:
     return subsets
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FeaturePick:
     """One way to set the feature pills: the enabled features, the modes the user picked
     and the effective mode of each modes-feature."""
@@ -428,6 +428,10 @@ class FeaturePick:
     picked: tuple[tuple[str, str], ...]
     effective: dict[str, str | None]
     is_default: bool
+
+    def __hash__(self) -> int:
+        # ``effective`` and ``is_default`` follow from the features and picked modes
+        return hash((self.features, self.picked))
 
 
 def _feature_choices(
@@ -565,20 +569,12 @@ def _enumerate_omni(b: _Builder, options: EnumerationOptions) -> Iterator[Enumer
             tasks = omni_tasks(b.recipe, hardware_id)
             keys: list[str | None] = [t.key for t in tasks] if tasks else [None]
             for task_key in keys:
-                selection = construct(
-                    Selection,
-                    {
-                        "variant": variant_key,
-                        "hardware": hardware_id,
-                        "strategy": None,
-                        "node_count": 1,
-                        "pd": None,
-                        "kv_offload": None,
-                        "kv_instances": None,
-                        "features": (),
-                        "feature_modes": {},
-                        "omni_task": task_key,
-                    },
+                selection = Selection(
+                    variant=variant_key,
+                    hardware=hardware_id,
+                    strategy=None,
+                    node_count=1,
+                    omni_task=task_key,
                 )
                 yield EnumeratedSelection(selection, (), empty_ui)
 
@@ -608,20 +604,16 @@ class ShapeCell:
     single_shape: bool
 
     def selection(self, choice: FeaturePick, pd: PdSelection | None) -> Selection:
-        return construct(
-            Selection,
-            {
-                "variant": self.variant,
-                "hardware": self.hardware,
-                "strategy": self.strategy,
-                "node_count": self.node_count,
-                "pd": pd,
-                "kv_offload": self.kv_offload,
-                "kv_instances": self.kv_instances,
-                "features": choice.features,
-                "feature_modes": choice.effective,
-                "omni_task": None,
-            },
+        return Selection(
+            variant=self.variant,
+            hardware=self.hardware,
+            strategy=self.strategy,
+            node_count=self.node_count,
+            pd=pd,
+            kv_offload=self.kv_offload,
+            kv_instances=self.kv_instances,
+            features=choice.features,
+            feature_modes=choice.effective,
         )
 
 

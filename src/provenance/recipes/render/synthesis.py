@@ -32,7 +32,6 @@ from provenance.model.combination import (
     Role,
     RoleCommand,
     Selection,
-    construct,
 )
 from provenance.recipes.enumerate.hardware import (
     HardwareView,
@@ -150,7 +149,24 @@ def dedupe_args(tokens: Sequence[str]) -> list[str]:
     return dedupe_units(parse_units(tokens))
 
 
-def join_units(parts: Sequence[tuple[list[str], list[Unit]]]) -> list[Unit]:
+class RenderedPart(NamedTuple):
+    """A run of argument tokens, its ``(flag, tokens)`` units, and whether it is *plain*:
+    no token is a short flag or a negative number (where the builder's and the flags
+    normaliser's unit splits could differ)."""
+
+    tokens: tuple[str, ...]
+    units: tuple[Unit, ...]
+    plain: bool
+
+    @classmethod
+    def of(cls, tokens: Sequence[str]) -> RenderedPart:
+        """The part of ``tokens`` (empty tokens dropped, as the builder drops them)."""
+        kept = tuple(t for t in tokens if t)
+        plain = not any(t.startswith("-") and not t.startswith("--") for t in kept)
+        return cls(kept, tuple(parse_units(kept)), plain)
+
+
+def join_units(parts: Sequence[RenderedPart]) -> list[Unit]:
     """Units of the concatenated token lists, reusing each part's own units.
 
     Parsing parts separately differs from parsing the concatenation only when a
@@ -158,8 +174,9 @@ def join_units(parts: Sequence[tuple[list[str], list[Unit]]]) -> list[Unit]:
     then the concatenation is parsed again.
     """
     joined: list[Unit] = []
-    previous_tokens: list[str] | None = None
-    for tokens, units in parts:
+    previous_tokens: tuple[str, ...] | None = None
+    for part in parts:
+        tokens = part.tokens
         if not tokens:
             continue
         if (
@@ -168,8 +185,8 @@ def join_units(parts: Sequence[tuple[list[str], list[Unit]]]) -> list[Unit]:
             and len(joined[-1][1]) == 1
             and not tokens[0].startswith("-")
         ):
-            return parse_units([t for part, _ in parts for t in part])
-        joined.extend(units)
+            return parse_units([t for part in parts for t in part.tokens])
+        joined.extend(part.units)
         previous_tokens = tokens
     return joined
 
@@ -655,17 +672,7 @@ def _role_command(
     else:
         node_rank = key.node_rank
     instance = key.kv_instances[1] if key.kv_instances is not None else None
-    return construct(
-        RoleCommand,
-        {
-            "role": key.role,
-            "node_rank": node_rank,
-            "argv": argv,
-            "env": env,
-            "instance": instance,
-            "command": None,
-        },
-    )
+    return RoleCommand(role=key.role, node_rank=node_rank, argv=argv, env=env, instance=instance)
 
 
 def render_role(recipe: Recipe, root: RecipesRoot, key: RoleInputs) -> RoleCommand:
@@ -676,15 +683,6 @@ def render_role(recipe: Recipe, root: RecipesRoot, key: RoleInputs) -> RoleComma
 
 
 # ---------------------------------------------------------------- whole selections
-
-
-#: A run of argument tokens and its ``(flag, tokens)`` units.
-RenderedPart = tuple[list[str], list[Unit]]
-
-
-def _part(tokens: list[str]) -> RenderedPart:
-    kept = [t for t in tokens if t]
-    return kept, parse_units(kept)
 
 
 class Renderer:
@@ -705,8 +703,8 @@ class Renderer:
         self._contexts: dict[tuple[str, str, str, str | None], _Context] = {}
         self._prefix: dict[RoleInputs, tuple[RenderedPart, RenderedPart, dict[str, EnvValue]]] = {}
         self._features: dict[tuple[object, ...], RenderedPart] = {}
-        #: allowed feature names per context (contexts live as long as the renderer)
-        self._allowed: dict[int, frozenset[str]] = {}
+        #: allowed feature names per context (same key as the contexts)
+        self._allowed: dict[tuple[str, str, str, str | None], frozenset[str]] = {}
 
     def _context(self, key: RoleInputs) -> _Context:
         ident = (key.variant, key.hardware, key.strategy, key.kv_offload)
@@ -715,6 +713,14 @@ class Renderer:
             found = _context(self.recipe, self.root, key)
             self._contexts[ident] = found
         return found
+
+    def allowed_features(self, key: RoleInputs) -> frozenset[str]:
+        """The features whose args ``key``'s deployment renders (strategy and KV gates)."""
+        ident = (key.variant, key.hardware, key.strategy, key.kv_offload)
+        allowed = self._allowed.get(ident)
+        if allowed is None:
+            allowed = self._allowed[ident] = frozenset(_allowed_features(self._context(key)))
+        return allowed
 
     def role(self, key: RoleInputs) -> RoleCommand:
         if not self.memoise:
@@ -740,22 +746,12 @@ class Renderer:
         if parts is None:
             ctx = self._context(key)
             parts = (
-                _part(build_prefix_args(ctx, key)),
-                _part(build_kv_args(ctx, key)),
+                RenderedPart.of(build_prefix_args(ctx, key)),
+                RenderedPart.of(build_kv_args(ctx, key)),
                 build_env(ctx, key),
             )
             self._prefix[prefix_key] = parts
         return parts
-
-    def allowed_features(self, key: RoleInputs) -> frozenset[str]:
-        """The features whose args ``key``'s deployment renders (strategy and KV gates)."""
-        return self._allowed_in(self._context(key))
-
-    def _allowed_in(self, ctx: _Context) -> frozenset[str]:
-        allowed = self._allowed.get(id(ctx))
-        if allowed is None:
-            allowed = self._allowed[id(ctx)] = frozenset(_allowed_features(ctx))
-        return allowed
 
     def feature_part(self, key: RoleInputs) -> RenderedPart:
         """The feature args of ``key`` (the same for every role of a deployment).
@@ -763,8 +759,7 @@ class Renderer:
         They depend on the strategy and the KV choice only through which features
         these allow, so deployments that allow the same features share one part.
         """
-        ctx = self._context(key)
-        allowed = self._allowed_in(ctx)
+        allowed = self.allowed_features(key)
         features = tuple(f for f in key.features if f in allowed)
         modes = (
             tuple((f, m) for f, m in key.feature_modes if f in allowed) if key.feature_modes else ()
@@ -772,7 +767,10 @@ class Renderer:
         feature_key = (key.variant, key.hardware, features, modes)
         found = self._features.get(feature_key)
         if found is None:
-            found = _part(_feature_args(ctx, key._replace(features=features, feature_modes=modes)))
+            ctx = self._context(key)
+            found = RenderedPart.of(
+                _feature_args(ctx, key._replace(features=features, feature_modes=modes))
+            )
             self._features[feature_key] = found
         return found
 
@@ -786,10 +784,7 @@ class Renderer:
             model_id = roles[0].argv[2]
         else:
             model_id = model_id_of(self.recipe, selection.variant)
-        return construct(
-            RenderResult,
-            {"deploy_type": deploy_type, "model_id": model_id, "roles": roles},
-        )
+        return RenderResult(deploy_type=deploy_type, model_id=model_id, roles=roles)
 
 
 def result_deploy_type(root: RecipesRoot, selection: Selection) -> DeployType:
@@ -934,18 +929,8 @@ def render_omni(recipe: Recipe, root: RecipesRoot, selection: Selection) -> Rend
     model = spec.model
     if task is None:
         model_id = variant.model_id or (model.model_id if model is not None else None) or "model"
-        role = RoleCommand.model_construct(
-            role="serve",
-            node_rank=None,
-            argv=None,
-            env={},
-            instance=None,
-            command=f"{binary} {model_id} --omni",
-        )
-        return construct(
-            RenderResult,
-            {"deploy_type": "omni", "model_id": model_id, "roles": (role,)},
-        )
+        role = RoleCommand(role="serve", argv=None, command=f"{binary} {model_id} --omni")
+        return RenderResult(deploy_type="omni", model_id=model_id, roles=(role,))
     model_id = (
         task.model_id
         or variant.model_id
@@ -977,21 +962,8 @@ def render_omni(recipe: Recipe, root: RecipesRoot, selection: Selection) -> Rend
         args += ["--port", str(omni.port)]
     args.append("--omni")
     command = format_command(binary, model_id, dedupe_args([a for a in args if a]))
-    role = construct(
-        RoleCommand,
-        {
-            "role": "serve",
-            "node_rank": None,
-            "argv": None,
-            "env": env,
-            "instance": None,
-            "command": command,
-        },
-    )
-    return construct(
-        RenderResult,
-        {"deploy_type": "omni", "model_id": model_id, "roles": (role,)},
-    )
+    role = RoleCommand(role="serve", argv=None, env=env, command=command)
+    return RenderResult(deploy_type="omni", model_id=model_id, roles=(role,))
 
 
 def env_items(env: Mapping[str, EnvValue]) -> tuple[tuple[str, EnvValue], ...]:
