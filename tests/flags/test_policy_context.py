@@ -9,6 +9,7 @@ applying it twice changes nothing, and every spelling of a knob gives one result
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -263,11 +264,13 @@ def minimax() -> tuple[object, object]:
 
 
 def _render(minimax: tuple[object, object], **selection: object) -> dict[str, FlagSet]:
+    from pydantic import TypeAdapter
+
     from provenance.model.combination import Selection
     from provenance.recipes.render.synthesis import render
 
     recipe, root = minimax
-    chosen = Selection.model_validate({"node_count": 1, **selection})
+    chosen = TypeAdapter(Selection).validate_python({"node_count": 1, **selection})
     result = render(recipe, root, chosen)  # type: ignore[arg-type]
     return {
         command.role: POLICY.effective(
@@ -303,7 +306,8 @@ def test_real_nvfp4_b300_single_node_renders_tp1(minimax: tuple[object, object])
     selection = Selection(variant="nvfp4", hardware="b300", strategy="single_node_tp", node_count=1)
     argv = render(recipe, root, selection).roles[0].argv  # type: ignore[arg-type]
     assert argv is not None and argv[-2:] == ("--tensor-parallel-size", "1")
-    assert "tensor_parallel_size" not in _render(minimax, **selection.model_dump())["serve"]
+    fields = dataclasses.asdict(selection)
+    assert "tensor_parallel_size" not in _render(minimax, **fields)["serve"]
 
 
 def test_real_b200_disaggregated_decode_env_spelling_is_aliased() -> None:

@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from pydantic import TypeAdapter
 
 from provenance.audit.pipeline import AuditFilters, AuditInputs, run_audit
 from provenance.report.suggest import write
@@ -277,7 +278,7 @@ def test_site_builder_renders_the_suggested_recipe_as_the_port_does(
     records = [json.loads(line) for line in run.stdout.splitlines() if line.strip()]
     assert records
     for record in records:
-        selection = Selection.model_validate(record["selection"])
+        selection = TypeAdapter(Selection).validate_python(record["selection"])
         ours = render(recipe, recipes, selection)
         theirs = record["result"]["roles"]
         assert [list(r.argv or ()) for r in ours.roles] == [r["argv"] for r in theirs]
