@@ -5,6 +5,7 @@ Layout of a ledger directory (see ``docs/ledger.md``)::
     ledger/
       prs/<owner>__<repo>__<number>.yaml   one LedgerEntry per evidence PR
       declarations.yaml                    Declarations (reviewed guide-only acknowledgements)
+      manifest.yaml                        LedgerManifest (which InferenceX revision, when)
       README.md                            where the ledger came from (human text)
 
 Every fact carries ``source``: where it came from (``git:<sha>``,
@@ -15,9 +16,9 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from provenance.errors import UsageError
 
@@ -25,6 +26,17 @@ LEDGER_PR_SCHEMA: Literal["provenance.ledger.pr/v1"] = "provenance.ledger.pr/v1"
 DECLARATIONS_SCHEMA: Literal["provenance.ledger.declarations/v1"] = (
     "provenance.ledger.declarations/v1"
 )
+MANIFEST_SCHEMA: Literal["provenance.ledger.manifest/v1"] = "provenance.ledger.manifest/v1"
+
+
+def _commit_id(value: str) -> str:
+    if not re.fullmatch(r"[0-9a-f]{7,40}", value):
+        raise ValueError("a commit id is 7-40 lowercase hex digits")
+    return value
+
+
+#: A git commit id, abbreviated or full.
+CommitId = Annotated[str, AfterValidator(_commit_id)]
 
 _PR_REF = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)#(?P<number>[1-9][0-9]*)$")
 
@@ -98,7 +110,7 @@ class SweepRun(BaseModel):
 
     run_id: int
     attempt: int = 1
-    head_sha: str
+    head_sha: CommitId
     conclusion: Conclusion
     workflow: str = "Run Sweep"
     url: str | None = None
@@ -108,13 +120,6 @@ class SweepRun(BaseModel):
     #: Successful benchmark / eval jobs (check-runs) of the run, when counted via the API.
     benchmark_jobs: int | None = Field(default=None, ge=0)
     eval_jobs: int | None = Field(default=None, ge=0)
-
-    @field_validator("head_sha")
-    @classmethod
-    def _sha(cls, value: str) -> str:
-        if not re.fullmatch(r"[0-9a-f]{7,40}", value):
-            raise ValueError("head_sha must be 7-40 lowercase hex digits")
-        return value
 
     @property
     def green(self) -> bool:
@@ -177,3 +182,65 @@ class Declarations(BaseModel):
         default=DECLARATIONS_SCHEMA, alias="schema"
     )
     declarations: tuple[Declaration, ...] = ()
+
+
+class SourceRevision(BaseModel):
+    """The commit of a source repository that the ledger's evidence was read at."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    repo: str = "SemiAnalysisAI/InferenceX"
+    #: the full commit id
+    revision: CommitId
+    #: the commit's date
+    date: dt.date
+
+    @property
+    def short(self) -> str:
+        return self.revision[:12]
+
+
+class LedgerManifest(BaseModel):
+    """What a ledger was built from: ``manifest.yaml`` at the ledger's root.
+
+    Written by ``provenance ingest inferencex``; every output that used the ledger
+    names it by this (InferenceX revision and date).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    schema_: Literal["provenance.ledger.manifest/v1"] = Field(
+        default=MANIFEST_SCHEMA, alias="schema"
+    )
+    inferencex: SourceRevision
+    #: the model prefixes ingested (``--model-prefix``), e.g. ``minimaxm3``
+    model_prefixes: tuple[str, ...] = ()
+    #: when the ledger was written, and by which provenance version
+    generated: dt.date | None = None
+    generated_by: str = ""
+
+
+class LedgerIdentity(BaseModel):
+    """Which ledger a report used: where it is and what it was built from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: the ``--ledger`` directory as shown to the user (relative to the working directory
+    #: when under it)
+    path: str
+    #: the ledger packaged with provenance (not a directory of the user's)
+    packaged: bool = False
+    #: the provenance version that packaged it (with ``packaged``)
+    packaged_by: str = ""
+    #: from the ledger's manifest; None when it has none
+    inferencex: SourceRevision | None = None
+
+    def describe(self) -> str:
+        """One line, e.g. ``ledger packaged with provenance 0.1.0 (InferenceX 843c6254ff69,
+        2026-08-21)``."""
+        where = f"packaged with provenance {self.packaged_by}" if self.packaged else self.path
+        if self.inferencex is None:
+            return f"ledger {where} (no manifest: InferenceX revision unknown)"
+        source = self.inferencex
+        name = source.repo.rsplit("/", 1)[-1]
+        return f"ledger {where} ({name} {source.short}, {source.date.isoformat()})"

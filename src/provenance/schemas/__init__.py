@@ -24,6 +24,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "audit": ("provenance.audit.verdicts", "AuditReport"),
     "ledger-pr": ("provenance.model.ledger", "LedgerEntry"),
     "declarations": ("provenance.model.ledger", "Declarations"),
+    "ledger-manifest": ("provenance.model.ledger", "LedgerManifest"),
     "evidence-record": ("provenance.model.record", "EvidenceRecord"),
     "verify": ("provenance.store.verify", "VerifyReport"),
     "diff": ("provenance.review.diff", "DiffReport"),

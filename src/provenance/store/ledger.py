@@ -4,6 +4,7 @@ Layout::
 
     <root>/prs/<owner>__<repo>__<N>.yaml   one LedgerEntry (schema provenance.ledger.pr/v1)
     <root>/declarations.yaml               Declarations (provenance.ledger.declarations/v1)
+    <root>/manifest.yaml                   LedgerManifest (provenance.ledger.manifest/v1)
     <root>/.lock                           the writer lock (see provenance.store.lock)
 
 Files are written in a stable form so that a regenerated file only differs
@@ -28,8 +29,11 @@ from provenance.errors import InputError
 from provenance.model.ledger import (
     DECLARATIONS_SCHEMA,
     LEDGER_PR_SCHEMA,
+    MANIFEST_SCHEMA,
     Declarations,
     LedgerEntry,
+    LedgerIdentity,
+    LedgerManifest,
     PrRef,
 )
 from provenance.model.reasons import ReasonCode
@@ -45,6 +49,7 @@ from provenance.store.entry_cache import ParsedEntries
 
 PRS_DIR = "prs"
 DECLARATIONS_FILE = "declarations.yaml"
+MANIFEST_FILE = "manifest.yaml"
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -60,6 +65,11 @@ _DECLARATIONS_HEADER = """\
 # provenance declarations ({schema}): combinations knowingly left guide-only.
 # Each declaration needs an id, a match pattern, a reason and a date; edit by hand
 # and have it reviewed. Run `provenance verify` after editing.
+"""
+
+_MANIFEST_HEADER = """\
+# provenance ledger manifest ({schema}): what this ledger was built from.
+# Written by `provenance ingest inferencex`; every report names the ledger by it.
 """
 
 
@@ -120,6 +130,20 @@ def render_entry(entry: LedgerEntry) -> bytes:
 
 def render_declarations(declarations: Declarations) -> bytes:
     return render_yaml(declarations, _DECLARATIONS_HEADER.format(schema=DECLARATIONS_SCHEMA))
+
+
+def render_manifest(manifest: LedgerManifest) -> bytes:
+    return render_yaml(manifest, _MANIFEST_HEADER.format(schema=MANIFEST_SCHEMA))
+
+
+def load_declarations(path: Path) -> Declarations:
+    """A declarations file (``provenance.ledger.declarations/v1``) anywhere: the ledger's,
+    or one kept in a recipes repository; InputError (file:line) when malformed."""
+    loaded = load_yaml(path)
+    _check_schema(loaded, DECLARATIONS_SCHEMA, "declarations")
+    declarations = parse_model(Declarations, loaded)
+    _check_declarations(declarations, loaded)
+    return declarations
 
 
 def _check_schema(loaded: LoadedYaml, expected: str, kind: str) -> None:
@@ -252,14 +276,45 @@ class Ledger:
         path = self.declarations_path
         if not path.exists():
             return Declarations()
-        loaded = load_yaml(path)
-        _check_schema(loaded, DECLARATIONS_SCHEMA, "declarations")
-        declarations = parse_model(Declarations, loaded)
-        _check_declarations(declarations, loaded)
-        return declarations
+        return load_declarations(path)
 
     def write_declarations(self, declarations: Declarations) -> bool:
         return _write_if_changed(self.declarations_path, render_declarations(declarations))
+
+    # Manifest --------------------------------------------------------------
+    @property
+    def manifest_path(self) -> Path:
+        return self.root / MANIFEST_FILE
+
+    def manifest(self) -> LedgerManifest | None:
+        """The manifest, or None for a ledger written before manifests existed."""
+        path = self.manifest_path
+        if not path.exists():
+            return None
+        loaded = load_yaml(path)
+        _check_schema(loaded, MANIFEST_SCHEMA, "manifest")
+        return parse_model(LedgerManifest, loaded)
+
+    def write_manifest(self, manifest: LedgerManifest) -> bool:
+        """Write the manifest atomically (hold ``writer_lock``); False when unchanged."""
+        return _write_if_changed(self.manifest_path, render_manifest(manifest))
+
+
+def ledger_identity(root: Path) -> LedgerIdentity:
+    """Which ledger ``root`` is, for the reports: its shown path, whether it is the one
+    packaged with provenance, and the InferenceX revision and date of its manifest."""
+    from provenance import __version__
+    from provenance.store.embedded import is_packaged
+    from provenance.store.paths import display_path
+
+    packaged = is_packaged(root)
+    manifest = Ledger(root).manifest()
+    return LedgerIdentity(
+        path=str(display_path(root)),
+        packaged=packaged,
+        packaged_by=__version__ if packaged else "",
+        inferencex=manifest.inferencex if manifest is not None else None,
+    )
 
 
 def _entry_of(loaded: LoadedYaml, path: Path) -> LedgerEntry:
