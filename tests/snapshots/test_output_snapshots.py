@@ -25,14 +25,7 @@ from click.testing import CliRunner
 from syrupy.assertion import SnapshotAssertion
 
 from provenance.cli.main import cli
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-CORPUS = REPO_ROOT.parent / "shared" / "corpus"
-HISTORY = CORPUS / "recipes-history" / "MiniMax-M3"
-MODEL = "models/MiniMaxAI/MiniMax-M3.yaml"
-#: the recipes PR that added the FP8 indexer to nvfp4 and mxfp8 (the review's PR)
-PR682_BASE = "2026-07-23_8b1005a_pr672.yaml"
-PR682_HEAD = "2026-07-27_83ff280_pr682.yaml"
+from recipes_history import HISTORY, MODEL, PR682_BASE, PR682_HEAD, REPO_ROOT
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,35 @@
 """Where the embedded data lives: the recipes root, ledger and evidence shipped with provenance.
 
-``provenance audit`` with no arguments audits the embedded MiniMax-M3 recipe against the
-embedded ledger. The data are the top-level ``recipes/``, ``ledger/`` and ``evidence/``
-directories of the provenance source tree. They are found, in order:
+The data are the top-level ``recipes/``, ``ledger/`` and ``evidence/`` directories of the
+provenance repository. A wheel carries them as package data under ``provenance/data/``
+(``pyproject.toml`` maps them there at build time; no copy is committed), read through
+:mod:`importlib.resources`. A run from the source tree or an editable install reads them
+beside the package's source instead.
 
-1. in the current directory (the README's quick start runs from a clone), then
-2. next to the installed package's source (an editable install or a run from the tree).
+Recipes root, when ``--recipes-root`` is not given, the first of:
 
-When neither has them, the command says so and asks for ``--recipes-root``/``--ledger``.
+1. the current directory, when it holds ``taxonomy.yaml`` (a vllm-project/recipes checkout);
+2. the top level of the git work tree around the current directory, when it holds
+   ``taxonomy.yaml`` (a run from ``models/`` of a recipes checkout);
+3. ``./recipes`` when the current directory is a provenance source tree (``recipes/`` with
+   ``taxonomy.yaml`` and ``ledger/``: the README's quick start);
+4. the recipes root packaged with provenance, else the one beside its source.
+
+Ledger and evidence, when ``--ledger``/``--evidence`` are not given: ``./ledger`` and
+``./evidence`` in a provenance source tree, else the packaged ones, else those beside the
+source. A recipes checkout has no ledger of its own: the packaged one is used there.
 """
 
 from __future__ import annotations
 
 from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import NamedTuple
+
+#: Where the wheel puts the data, inside the ``provenance`` package.
+PACKAGE_DATA = "data"
+TAXONOMY = "taxonomy.yaml"
 
 
 class DataDirs(NamedTuple):
@@ -24,7 +39,20 @@ class DataDirs(NamedTuple):
 
 
 def _has_data(root: Path) -> bool:
-    return (root / "recipes" / "taxonomy.yaml").is_file() and (root / "ledger").is_dir()
+    return (root / "recipes" / TAXONOMY).is_file() and (root / "ledger").is_dir()
+
+
+@cache
+def packaged_root() -> Path | None:
+    """``provenance/data`` of an installed wheel (None in a source tree or editable install,
+    or when the package is not on a file system)."""
+    try:
+        candidate = resources.files("provenance").joinpath(PACKAGE_DATA)
+    except (ModuleNotFoundError, TypeError):  # pragma: no cover - the package is importable
+        return None
+    if not isinstance(candidate, Path):  # a zip import: the data must be a directory tree
+        return None
+    return candidate if _has_data(candidate) else None
 
 
 @cache
@@ -34,8 +62,44 @@ def _source_root() -> Path | None:
     return candidate if _has_data(candidate) else None
 
 
+def git_toplevel(start: Path) -> Path | None:
+    """The top level of the git work tree holding ``start`` (a ``.git`` directory, or the
+    ``.git`` file of a linked worktree or submodule), or None outside any."""
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def _default_recipes(here: Path) -> Path | None:
+    """A recipes checkout at or around ``here`` (rules 1 and 2 of the module docstring)."""
+    if (here / TAXONOMY).is_file():
+        return here
+    top = git_toplevel(here)
+    if top is not None and (top / TAXONOMY).is_file():
+        return top
+    return None
+
+
 def data_dirs(cwd: Path | None = None) -> DataDirs:
-    """The embedded data directories (see the module docstring for the search order)."""
+    """The default recipes root, ledger and evidence (see the module docstring)."""
     here = cwd or Path.cwd()
-    root = here if _has_data(here) else (_source_root() or here)
-    return DataDirs(recipes=root / "recipes", ledger=root / "ledger", evidence=root / "evidence")
+    root = here if _has_data(here) else (packaged_root() or _source_root() or here)
+    return DataDirs(
+        recipes=_default_recipes(here) or root / "recipes",
+        ledger=root / "ledger",
+        evidence=root / "evidence",
+    )
+
+
+def is_packaged(path: Path) -> bool:
+    """Is ``path`` the packaged copy of a data directory (or inside it)?"""
+    packaged = packaged_root()
+    if packaged is None:
+        return False
+    try:
+        path.resolve().relative_to(packaged.resolve())
+    except ValueError:
+        return False
+    return True
