@@ -9,7 +9,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from shipped_support import MODEL, REPO_ROOT, base_env, run
+from recipes_history import MODEL, REPO_ROOT
+from shipped_support import base_env, run
 
 pytestmark = pytest.mark.shipped
 

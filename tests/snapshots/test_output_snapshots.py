@@ -22,10 +22,10 @@ from pathlib import Path
 import git
 import pytest
 from click.testing import CliRunner
+from recipes_history import HISTORY, MODEL, PR682_BASE, PR682_HEAD, REPO_ROOT
 from syrupy.assertion import SnapshotAssertion
 
 from provenance.cli.main import cli
-from recipes_history import HISTORY, MODEL, PR682_BASE, PR682_HEAD, REPO_ROOT
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 CORPUS = REPO_ROOT.parent / "shared" / "corpus"
 HISTORY = CORPUS / "recipes-history" / "MiniMax-M3"
 MODEL = "models/MiniMaxAI/MiniMax-M3.yaml"
