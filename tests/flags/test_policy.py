@@ -263,11 +263,13 @@ def test_policy_defined_twice_is_an_error(tmp_path: Path) -> None:
 
 
 def _naive_classify(policy: Policy, key: str) -> FlagClass:
-    """Reference: user rules then defaults; exact before glob; longer glob first."""
+    """Reference: user rules then defaults; exact before glob; longer glob first. A key is
+    classified under its canonical spelling (the alias table's one knob, several names)."""
+    target = policy.aliases.canonical(key)
     for layer in (policy.overrides, policy.rules):
         ranked = sorted(layer, key=lambda r: r.specificity, reverse=True)
         for rule in ranked:
-            if fnmatch.fnmatchcase(key, rule.pattern):
+            if fnmatch.fnmatchcase(target, rule.pattern):
                 return rule.flag_class
     return MAJOR
 
