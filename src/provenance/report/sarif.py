@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 from pydantic import TypeAdapter
 
-from provenance import __version__
+from provenance import HOME_URL, __version__
 from provenance.audit.verdicts import AuditReport, Reason
 from provenance.escaping import terminal
 from provenance.model.combination import Selection
@@ -35,8 +35,8 @@ _REASON = TypeAdapter(Reason)
 
 SARIF_SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 #: Where each reason code is documented (``#<code>`` anchors).
-DOCS_URL = "https://github.com/provenance-tool/provenance/blob/main/docs/audit.md"
-TOOL_URI = "https://github.com/provenance-tool/provenance"
+DOCS_URL = f"{HOME_URL}/blob/main/docs/audit.md"
+TOOL_URI = HOME_URL
 
 RULES: Mapping[ReasonCode, tuple[str, str]] = {
     ReasonCode.NO_EVIDENCE: (
