@@ -48,6 +48,8 @@ from provenance.errors import InputError
 from provenance.evidence.bash import benchmark_lib
 from provenance.evidence.bash.arith import ArithmeticEvaluator, ArithUnknown
 from provenance.evidence.bash.patterns import glob_match, remove_affix, substitute
+from provenance.evidence.bash.resolution import CONSTRUCT as REDEFINITION
+from provenance.evidence.bash.resolution import redefinitions
 from provenance.evidence.bash.syntax import Node, ParsedScript, line_of, node_text, parse_script
 from provenance.evidence.bash.values import (
     EMPTY,
@@ -315,6 +317,8 @@ class Evaluator:
 
     def exec_node(self, node: Node, st: State) -> None:
         self.step(node)
+        for found in redefinitions(node):
+            self.global_marker(REDEFINITION, found.node, found.detail)
         kind = node.type
         if kind == "command":
             self.exec_command(node, st)
