@@ -24,7 +24,7 @@ import pytest
 CHECK = textwrap.dedent(
     """
     import sys
-    from provenance.evidence.inferencex.linkage import key_glob_matches
+    from provenance.evidence.inferencex.changelog import key_glob_matches
 
     def lines(pattern, key, expected):
         count = 0

@@ -29,7 +29,7 @@ from provenance.audit.verdicts import AuditReport
 from provenance.errors import InputError
 from provenance.review.diff import DiffReport, diff_reports
 from provenance.review.revisions import ChangedRecipes, changed_recipes, materialise, model_paths
-from provenance.sources.git import open_repo, resolve_commit
+from provenance.sources.git import Commit, open_repo, resolve_commit
 
 
 class PrAuditRequest(BaseModel):
@@ -75,9 +75,7 @@ def _audit_side(
     keep: list[object] | None,
 ) -> AuditReport | None:
     """Audit the model files ``present`` (materialised in ``workdir``) of ``commit``."""
-    import git
-
-    assert isinstance(commit, git.Commit)
+    assert isinstance(commit, Commit)
     if not present:
         return None
     try:

@@ -10,11 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
-import git
 from pydantic import BaseModel, ConfigDict
 
 from provenance.errors import UnsafeInputError
-from provenance.sources.git import resolve_commit
+from provenance.sources.git import (
+    Commit,
+    Repo,
+    changed_paths_between,
+    iter_blobs,
+    read_blob,
+    resolve_commit,
+)
 
 SHARED_PREFIXES = ("taxonomy.yaml", "strategies/", "kv_store/")
 MODELS_PREFIX = "models/"
@@ -36,19 +42,16 @@ def _is_model(path: str) -> bool:
     return path.startswith(MODELS_PREFIX) and path.endswith((".yaml", ".yml"))
 
 
-def changed_recipes(repo: git.Repo, base: str, head: str) -> ChangedRecipes:
+def changed_recipes(repo: Repo, base: str, head: str) -> ChangedRecipes:
     base_commit = resolve_commit(repo, base)
     head_commit = resolve_commit(repo, head)
     shared = False
     models: set[str] = set()
-    for change in base_commit.diff(head_commit):
-        for path in {change.a_path, change.b_path}:
-            if not path:
-                continue
-            if path.startswith(SHARED_PREFIXES):
-                shared = True
-            elif _is_model(path):
-                models.add(path)
+    for path in changed_paths_between(repo, base_commit, head_commit):
+        if path.startswith(SHARED_PREFIXES):
+            shared = True
+        elif _is_model(path):
+            models.add(path)
     return ChangedRecipes(
         base=base_commit.hexsha,
         head=head_commit.hexsha,
@@ -57,13 +60,9 @@ def changed_recipes(repo: git.Repo, base: str, head: str) -> ChangedRecipes:
     )
 
 
-def model_paths(commit: git.Commit) -> list[str]:
+def model_paths(commit: Commit) -> list[str]:
     """Every recipe YAML under ``models/`` at ``commit``."""
-    try:
-        tree = commit.tree / "models"
-    except KeyError:
-        return []
-    paths = (str(item.path) for item in tree.traverse() if isinstance(item, git.Blob))
+    paths = (str(item.path) for item in iter_blobs(commit, "models", recursive=True))
     return sorted(path for path in paths if _is_model(path))
 
 
@@ -74,7 +73,7 @@ def _safe_relative(path: str) -> PurePosixPath:
     return rel
 
 
-def materialise(commit: git.Commit, models: Iterable[str], dest: Path) -> list[str]:
+def materialise(commit: Commit, models: Iterable[str], dest: Path) -> list[str]:
     """Write the recipes root files and the given model YAMLs at ``commit`` into ``dest``.
 
     Returns the model paths that exist at ``commit`` (a model deleted by the PR is
@@ -83,24 +82,16 @@ def materialise(commit: git.Commit, models: Iterable[str], dest: Path) -> list[s
     """
     wanted = []
     for prefix in ("strategies", "kv_store"):
-        try:
-            folder = commit.tree / prefix
-        except KeyError:
-            continue
-        wanted += [str(b.path) for b in folder.blobs if str(b.path).endswith((".yaml", ".yml"))]
+        blobs = iter_blobs(commit, prefix)
+        wanted += [str(b.path) for b in blobs if str(b.path).endswith((".yaml", ".yml"))]
     present: list[str] = []
     for path in ["taxonomy.yaml", *wanted, *models]:
-        try:
-            blob = commit.tree / path
-        except KeyError:
+        found = read_blob(commit, path)
+        if found is None:
             continue
-        if blob.type != "blob":
-            continue
-        if blob.mode == 0o120000:
-            raise UnsafeInputError("refusing to follow a symlink in the repository", path=path)
         target = dest.joinpath(*_safe_relative(path).parts)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(blob.data_stream.read())
+        target.write_bytes(found[0])
         if _is_model(path):
             present.append(path)
     return present

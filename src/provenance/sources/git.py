@@ -1,19 +1,64 @@
-"""Read-only access to git repositories through gitpython.
+"""The one seam to git: every plumbing call and format string of ``provenance``.
 
 ``provenance`` never checks out, writes to or runs hooks in a user's repository: it
 reads commits, trees and blobs. :func:`open_repo` accepts a work tree, a ``.git``
 directory or a bare/mirror git directory (including mirrors without a ``config``
 file, which gitpython would otherwise mistake for a work tree's ``.git``).
+
+Only this module imports gitpython (an import-linter contract in ``pyproject.toml``
+enforces it). Everything else names git objects through the aliases below and reads
+history through the functions here, which return plain typed values — so a test of
+extraction can stand a fake repository in for a real one where git is not the point.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import git
+from git.objects.base import IndexObject
+from git.objects.fun import tree_entries_from_data
 from gitdb.exc import BadName, BadObject
 
 from provenance.errors import UnsafeInputError, UsageError
+
+__all__ = [
+    "SYMLINK_MODE",
+    "Commit",
+    "FileChange",
+    "GitObject",
+    "LogEntry",
+    "RawChange",
+    "Repo",
+    "Tree",
+    "blob_at",
+    "changed_paths",
+    "changed_paths_between",
+    "commit_or_none",
+    "first_parent",
+    "first_parent_log",
+    "first_parent_name_status",
+    "first_parent_raw",
+    "is_blob",
+    "iter_blobs",
+    "open_repo",
+    "read_blob",
+    "read_object",
+    "ref_commit",
+    "resolve_commit",
+    "tree_entry",
+]
+
+#: gitpython's types, named here so that no other module imports gitpython.
+Repo = git.Repo
+Commit = git.Commit
+Tree = git.Tree
+GitObject = git.objects.Object
+
+SYMLINK_MODE = 0o120000
 
 
 def open_repo(path: str | Path) -> git.Repo:
@@ -43,6 +88,29 @@ def resolve_commit(repo: git.Repo, rev: str) -> git.Commit:
     return repo.commit(full)
 
 
+def commit_or_none(repo: git.Repo, rev: str) -> git.Commit | None:
+    """The commit ``rev`` names, read now, or None when the repository does not have it."""
+    try:
+        found = resolve_commit(repo, rev)
+        _ = found.tree  # a full SHA resolves lazily: make git read the object now
+    except (UsageError, ValueError, BadName, BadObject):
+        return None
+    return found
+
+
+def ref_commit(repo: git.Repo, ref: str) -> str | None:
+    """The commit ``ref`` (``refs/pull/N/head`` …) points at, or None without the ref."""
+    try:
+        out = repo.git.rev_parse("--verify", "--quiet", f"{ref}^{{commit}}")
+    except git.GitCommandError:
+        return None
+    return str(out).strip() or None
+
+
+def is_blob(entry: GitObject) -> bool:
+    return bool(entry.type == "blob")
+
+
 def read_blob(commit: git.Commit, path: str) -> tuple[bytes, str] | None:
     """``(content, blob_sha)`` of ``path`` at ``commit``, or None when absent.
 
@@ -54,6 +122,217 @@ def read_blob(commit: git.Commit, path: str) -> tuple[bytes, str] | None:
         return None
     if entry.type != "blob":
         return None
-    if entry.mode == 0o120000:
+    if entry.mode == SYMLINK_MODE:
         raise UnsafeInputError("refusing to follow a symlink in the repository", path=path)
     return entry.data_stream.read(), entry.hexsha
+
+
+def blob_at(repo: git.Repo, sha: str, path: str) -> bytes | None:
+    """Content of ``path`` at commit ``sha`` (symlinks read as their target text), or None."""
+    try:
+        entry = repo.commit(sha).tree / path
+    except KeyError:
+        return None
+    if entry.type != "blob":
+        return None
+    data: bytes = entry.data_stream.read()
+    return data
+
+
+def iter_blobs(commit: git.Commit, folder: str, *, recursive: bool = False) -> Iterator[GitObject]:
+    """The blobs in ``folder`` at ``commit`` (all below it with ``recursive``); none when absent."""
+    try:
+        tree = commit.tree / folder if folder else commit.tree
+    except KeyError:
+        return
+    if tree.type != "tree":
+        return
+    if recursive:
+        yield from (item for item in tree.traverse() if isinstance(item, git.Blob))
+    else:
+        yield from tree.blobs
+
+
+def first_parent(repo: git.Repo, sha: str) -> str | None:
+    """The first parent of commit ``sha``, None for a root commit."""
+    parents = repo.commit(sha).parents
+    return str(parents[0].hexsha) if parents else None
+
+
+def read_object(repo: git.Repo, binsha: bytes) -> bytes:
+    """The raw content of the object with binary id ``binsha``."""
+    data: bytes = repo.odb.stream(binsha).read()
+    return data
+
+
+# --- history --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One commit of a log: SHA, committer timestamp and subject."""
+
+    sha: str
+    timestamp: int
+    subject: str
+
+
+def first_parent_log(repo: git.Repo, rev: str) -> list[LogEntry]:
+    """Every commit on the first-parent line of ``rev``, newest first (one ``git log``)."""
+    # NUL-separated records: a subject may hold any other separator (\r, \u2028 …).
+    out = repo.git.log("--first-parent", "-z", "--format=%H%x1f%ct%x1f%s", rev)
+    entries = []
+    for line in (item for item in out.split("\0") if item):
+        sha, stamp, subject = line.split("\x1f", 2)
+        entries.append(LogEntry(sha=sha, timestamp=int(stamp), subject=subject))
+    return entries
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """One first-parent commit's change to a path (``status`` A/M/D/R/C; ``old`` for R/C)."""
+
+    commit: str
+    status: str
+    path: str
+    old: str | None = None
+
+
+def first_parent_name_status(repo: git.Repo, rev: str, roots: Iterable[str]) -> list[FileChange]:
+    """Changes under ``roots`` along the first-parent line of ``rev``, newest first.
+
+    One ``git log --name-status -M`` walk; a rename is reported under its new path
+    with ``old`` set.
+    """
+    wanted = sorted(set(roots))
+    if not wanted:
+        return []
+    out = repo.git.log("--first-parent", "--name-status", "-M", "--format=@@%H", rev, "--", *wanted)
+    changes: list[FileChange] = []
+    commit = ""
+    for line in out.split("\n"):
+        if line.startswith("@@"):
+            commit = line[2:].strip()
+            continue
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        status = parts[0][:1]
+        if status in {"R", "C"} and len(parts) == 3:
+            changes.append(FileChange(commit=commit, status=status, path=parts[2], old=parts[1]))
+        else:
+            changes.append(FileChange(commit=commit, status=status, path=parts[-1]))
+    return changes
+
+
+@dataclass(frozen=True, slots=True)
+class RawChange:
+    """One path a commit changed: its status (A/M/D/T), blob before and after (``0…`` absent)."""
+
+    status: str
+    path: str
+    old_sha: str
+    new_sha: str
+
+
+def first_parent_raw(
+    repo: git.Repo, rev: str, roots: Iterable[str]
+) -> list[tuple[str, list[RawChange]]]:
+    """(commit, its changes under ``roots``) along the first-parent line of ``rev``, newest first.
+
+    One ``git log --raw --no-renames`` walk: a rename is a deletion and an addition.
+    """
+    out = repo.git.log(
+        "--first-parent",
+        "--raw",
+        "--no-abbrev",
+        "--no-renames",
+        "--format=@@%H",
+        rev,
+        "--",
+        *sorted(set(roots)),
+    )
+    result: list[tuple[str, list[RawChange]]] = []
+    for line in out.split("\n"):
+        if line.startswith("@@"):
+            result.append((line[2:].strip(), []))
+            continue
+        if not line.startswith(":") or not result:
+            continue
+        meta, _, path = line.partition("\t")
+        fields = meta.split()
+        result[-1][1].append(
+            RawChange(status=fields[4][:1], path=path, old_sha=fields[2], new_sha=fields[3])
+        )
+    return result
+
+
+def changed_paths(repo: git.Repo, sha: str) -> set[str]:
+    """Paths commit ``sha`` changed relative to its first parent (every path of a root)."""
+    parent = first_parent(repo, sha)
+    if parent is None:
+        return set(repo.git.ls_tree("-r", "--name-only", sha).split("\n"))
+    out = repo.git.diff_tree("--no-commit-id", "--name-only", "-r", "--no-renames", parent, sha)
+    return set(out.split("\n"))
+
+
+def changed_paths_between(repo: git.Repo, base: git.Commit, head: git.Commit) -> set[str]:
+    """Every path added, modified, renamed (both sides) or deleted from ``base`` to ``head``."""
+    paths: set[str] = set()
+    for change in base.diff(head):
+        paths.update(p for p in (change.a_path, change.b_path) if p)
+    return paths
+
+
+# --- tree walking with cached listings ---------------------------------------------------
+
+
+def _parse_tree(data: bytes) -> dict[str, tuple[bytes, int]]:
+    """name -> (binary SHA, mode) of a tree object (GitPython's parser and name checks)."""
+    return {name: (sha, mode) for sha, mode, name in tree_entries_from_data(data)}
+
+
+class _Trees:
+    """The listings of the most recently read trees, by binary object id."""
+
+    def __init__(self, kept: int) -> None:
+        self._kept = kept
+        self._found: OrderedDict[bytes, dict[str, tuple[bytes, int]]] = OrderedDict()
+
+    def get(self, repo: git.Repo, binsha: bytes) -> dict[str, tuple[bytes, int]]:
+        if binsha in self._found:
+            self._found.move_to_end(binsha)
+            return self._found[binsha]
+        value = _parse_tree(read_object(repo, binsha))
+        self._found[binsha] = value
+        if len(self._found) > self._kept:
+            self._found.popitem(last=False)
+        return value
+
+
+_TREES = _Trees(kept=4096)
+#: GitPython's object class per mode type (``mode >> 12``), as ``Tree._map_id_to_type``.
+_TYPES: dict[int, type[IndexObject]] = {
+    0o04: git.Tree,
+    0o10: git.Blob,
+    0o12: git.Blob,
+    0o16: git.Submodule,
+}
+
+
+def tree_entry(repo: git.Repo, root: GitObject, path: str) -> GitObject | None:
+    """``root / path`` (None when absent), walking cached tree listings one name at a time."""
+    current: GitObject = root
+    for name in path.split("/"):
+        if current.type != "tree":
+            return None
+        found = _TREES.get(repo, current.binsha).get(name)
+        if found is None:
+            return None
+        sha, mode = found
+        kind = _TYPES.get(mode >> 12)
+        if kind is None:
+            return None
+        child_path = f"{current.path}/{name}" if current.path else name
+        current = kind(repo, sha, mode, child_path)
+    return current

@@ -26,13 +26,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from gitdb.exc import BadName, BadObject
 from pydantic import BaseModel, ConfigDict, Field
 
 from provenance.errors import EXIT_INTEGRITY, EXIT_OK, ProvenanceError, UsageError
 from provenance.escaping import terminal
 from provenance.model.ledger import LedgerEntry
 from provenance.model.record import EvidenceRecord
+from provenance.sources.git import Commit, commit_or_none, is_blob, open_repo, tree_entry
 from provenance.store.evidence import EvidenceStore, is_record_id
 from provenance.store.ledger import Ledger
 
@@ -130,24 +130,15 @@ class _GitBlobs:
     """Read-only blob lookups in a git repository, cached per (commit, path)."""
 
     def __init__(self, path: Path) -> None:
-        from provenance.sources.git import open_repo
-
         self.repo = open_repo(path)
         self._cache: dict[tuple[str, str], str | None] = {}
-        self._commits: dict[str, Any] = {}
+        self._commits: dict[str, Commit | None] = {}
         self.checked = 0
 
-    def commit(self, sha: str) -> Any:
+    def commit(self, sha: str) -> Commit | None:
         """The commit object, or ``None`` when the repository does not have it."""
         if sha not in self._commits:
-            from provenance.sources.git import resolve_commit
-
-            try:
-                found = resolve_commit(self.repo, sha)
-                _ = found.tree  # a full SHA resolves lazily: make git read the object now
-                self._commits[sha] = found
-            except (UsageError, ValueError, BadName, BadObject):
-                self._commits[sha] = None
+            self._commits[sha] = commit_or_none(self.repo, sha)
         return self._commits[sha]
 
     def has_commit(self, sha: str) -> bool:
@@ -160,11 +151,9 @@ class _GitBlobs:
             return f"commit {commit} not found in the InferenceX checkout"
         key = (commit, path)
         if key not in self._cache:
-            try:
-                obj = self.commit(commit).tree / path
-                self._cache[key] = obj.hexsha if obj.type == "blob" else None
-            except KeyError:
-                self._cache[key] = None
+            found_commit = self.commit(commit)
+            entry = None if found_commit is None else tree_entry(self.repo, found_commit.tree, path)
+            self._cache[key] = str(entry.hexsha) if entry is not None and is_blob(entry) else None
         found = self._cache[key]
         if found is None:
             return f"{path} does not exist at {commit[:12]}"

@@ -188,7 +188,9 @@ def test_the_real_extractor_version_covers_its_modules() -> None:
     root = Path(provenance.__file__).parent
     closure = cache_module.source_closure(root, "provenance", cache_module.EXTRACTOR_MODULE)
     for module in (
-        "provenance.evidence.inferencex.linkage",
+        "provenance.evidence.inferencex.blocks",
+        "provenance.evidence.inferencex.changelog",
+        "provenance.evidence.inferencex.history",
         "provenance.evidence.inferencex.scripts",
         "provenance.evidence.inferencex.srt_slurm",
         "provenance.model.record",

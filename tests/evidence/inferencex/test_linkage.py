@@ -10,17 +10,16 @@ from hypothesis import strategies as st
 from inferencex_fixtures import RepoBuilder
 
 from provenance.errors import InputError, UsageError
-from provenance.evidence.inferencex.linkage import (
-    HistoryCommit,
-    Lineage,
+from provenance.evidence.inferencex.blocks import block_origins, entry_digest, key_blocks
+from provenance.evidence.inferencex.changelog import (
     _changelog_chunk,
-    block_origins,
     changelog_entries,
     changelog_links,
-    entry_digest,
-    first_parent_history,
-    key_blocks,
     key_glob_matches,
+)
+from provenance.evidence.inferencex.history import (
+    HistoryCommit,
+    first_parent_history,
     last_content_change,
     launcher_content,
     path_changes,
@@ -28,6 +27,7 @@ from provenance.evidence.inferencex.linkage import (
     pr_of_subject,
     require_pr_commit,
 )
+from provenance.evidence.inferencex.lineage import Lineage
 from provenance.evidence.inferencex.snapshot import Snapshot, open_repo, resolve_commit
 
 ENTRY = "key-{n}:\n  image: img:{v}\n  model: m\n"

@@ -22,29 +22,26 @@ or whose key N's changelog entry names). See ``docs/evidence.md``.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import git
 from pydantic import BaseModel, ConfigDict, Field
 
 from provenance.errors import InputError
-from provenance.evidence.inferencex.linkage import (
+from provenance.evidence.inferencex.blocks import block_origins, changed_by, entry_digest
+from provenance.evidence.inferencex.changelog import changelog_links
+from provenance.evidence.inferencex.history import (
     HistoryCommit,
-    Lineage,
-    block_origins,
-    changed_by,
-    changelog_links,
-    entry_digest,
-    glob_filter,
     last_content_change,
     launcher_content,
     pr_head,
     require_pr_commit,
 )
+from provenance.evidence.inferencex.lineage import Lineage
 from provenance.evidence.inferencex.master import (
     FileResults,
     MasterEntry,
@@ -59,7 +56,7 @@ from provenance.evidence.inferencex.scripts import (
     evaluate_point,
     resolve_script,
 )
-from provenance.evidence.inferencex.snapshot import Snapshot, open_repo, resolve_commit
+from provenance.evidence.inferencex.snapshot import Snapshot
 from provenance.evidence.inferencex.srt_slurm import (
     NotVllmRecipeError,
     SrtRecipe,
@@ -78,6 +75,7 @@ from provenance.model.record import (
     Topology,
     WorkloadPoint,
 )
+from provenance.sources.git import Commit, Repo, open_repo, resolve_commit
 from provenance.store.extraction_cache import CACHE_FORMAT, ExtractionCache, cache_key
 
 INFERENCEX_REPO = "SemiAnalysisAI/InferenceX"
@@ -468,7 +466,7 @@ class _Attribution:
 
 
 def _attribute(
-    repo: git.Repo,
+    repo: Repo,
     snapshot: Snapshot,
     lineage: Lineage,
     drafts: list[_Draft],
@@ -547,7 +545,7 @@ def _attribute(
 
 
 def _entries(
-    repo: git.Repo,
+    repo: Repo,
     drafts: list[_Draft],
     attribution: _Attribution,
     only: int | None,
@@ -603,6 +601,13 @@ def _with_head(entry: LedgerEntry, head: str | None) -> LedgerEntry:
     return entry.model_copy(update={"pr_head": head, "sources": tuple(sources)})
 
 
+def glob_filter(pattern: str | None) -> Callable[[str], bool]:
+    """``--keys``: a shell-style glob over config keys (everything without one)."""
+    if pattern is None:
+        return lambda _key: True
+    return lambda key: fnmatch.fnmatchcase(key, pattern)
+
+
 def _select(model_prefix: str | None, keys: str | None) -> Callable[[str, Any], bool]:
     key_ok = glob_filter(keys)
 
@@ -624,8 +629,8 @@ class _Shared:
 
 
 def _ingest_commit(
-    repo: git.Repo,
-    commit: git.Commit,
+    repo: Repo,
+    commit: Commit,
     model_prefix: str | None,
     keys: str | None,
     only_pr: int | None,
@@ -700,8 +705,8 @@ def _finish(summary: IngestSummary, records: list[EvidenceRecord]) -> None:
 
 
 def _cached_or_extract(
-    repo: git.Repo,
-    commit: git.Commit,
+    repo: Repo,
+    commit: Commit,
     model_prefix: str | None,
     keys: str | None,
     only_pr: int | None,
@@ -757,7 +762,7 @@ def extract(
     records: dict[str, EvidenceRecord] = {}
     entries: dict[int, LedgerEntry] = {}
     shared = _Shared(Lineage.of(repo, tip.hexsha))  # one history walk for every commit
-    targets: list[tuple[git.Commit, int | None]]
+    targets: list[tuple[Commit, int | None]]
     if prs:
         history = shared.lineage.history
         targets = [(repo.commit(require_pr_commit(history, n, rev).sha), n) for n in prs]

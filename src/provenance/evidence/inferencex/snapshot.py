@@ -18,12 +18,17 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar, cast
 
-import git
-from git.objects.base import IndexObject
-from git.objects.fun import tree_entries_from_data
-
 from provenance.errors import InputError, UnsafeInputError
-from provenance.sources.git import open_repo, resolve_commit
+from provenance.sources.git import (
+    SYMLINK_MODE,
+    Commit,
+    GitObject,
+    Repo,
+    open_repo,
+    read_object,
+    resolve_commit,
+    tree_entry,
+)
 
 __all__ = [
     "SYMLINK_MODE",
@@ -35,7 +40,6 @@ __all__ = [
     "tree_entry",
 ]
 
-SYMLINK_MODE = 0o120000
 T = TypeVar("T")
 
 
@@ -52,48 +56,15 @@ class ParsedObjects(Generic[T]):
         self._kept = kept
         self._found: OrderedDict[bytes, T] = OrderedDict()
 
-    def get(self, repo: git.Repo, binsha: bytes) -> T:
+    def get(self, repo: Repo, binsha: bytes) -> T:
         if binsha in self._found:
             self._found.move_to_end(binsha)
             return self._found[binsha]
-        value = self._parse(repo.odb.stream(binsha).read())
+        value = self._parse(read_object(repo, binsha))
         self._found[binsha] = value
         if len(self._found) > self._kept:
             self._found.popitem(last=False)
         return value
-
-
-def _parse_tree(data: bytes) -> dict[str, tuple[bytes, int]]:
-    """name -> (binary SHA, mode) of a tree object (GitPython's parser and name checks)."""
-    return {name: (sha, mode) for sha, mode, name in tree_entries_from_data(data)}
-
-
-_TREES = ParsedObjects(_parse_tree, kept=4096)
-#: GitPython's object class per mode type (``mode >> 12``), as ``Tree._map_id_to_type``.
-_TYPES: dict[int, type[IndexObject]] = {
-    0o04: git.Tree,
-    0o10: git.Blob,
-    0o12: git.Blob,
-    0o16: git.Submodule,
-}
-
-
-def tree_entry(repo: git.Repo, root: git.Tree, path: str) -> git.objects.Object | None:
-    """``root / path`` (None when absent), walking cached tree listings one name at a time."""
-    current: git.objects.Object = root
-    for name in path.split("/"):
-        if current.type != "tree":
-            return None
-        found = _TREES.get(repo, current.binsha).get(name)
-        if found is None:
-            return None
-        sha, mode = found
-        kind = _TYPES.get(mode >> 12)
-        if kind is None:
-            return None
-        child_path = f"{current.path}/{name}" if current.path else name
-        current = kind(repo, sha, mode, child_path)
-    return current
 
 
 def check_relative_path(path: str, *, origin: str | None = None) -> str:
@@ -114,18 +85,18 @@ def check_relative_path(path: str, *, origin: str | None = None) -> str:
 class Snapshot:
     """The tree of one commit, with a record of every blob read."""
 
-    repo: git.Repo
-    commit: git.Commit
+    repo: Repo
+    commit: Commit
     read_blobs: dict[str, str] = field(default_factory=dict)
     _cache: dict[str, tuple[bytes, str] | None] = field(default_factory=dict)
-    _entries: dict[str, git.objects.Object | None] = field(default_factory=dict)
+    _entries: dict[str, GitObject | None] = field(default_factory=dict)
     _memo: dict[Hashable, object] = field(default_factory=dict)
 
     @property
     def sha(self) -> str:
         return str(self.commit.hexsha)
 
-    def _entry(self, path: str) -> git.objects.Object | None:
+    def _entry(self, path: str) -> GitObject | None:
         if path in self._entries:
             return self._entries[path]
         parent, _, name = path.rpartition("/")

@@ -1,0 +1,186 @@
+"""The first-parent history of an InferenceX revision, and when a file's content changed.
+
+Squash commits on the first-parent line carry their PR in the subject: ``... (#N)``
+(optionally followed by ``[skip-sweep]``; reverts name two numbers, the last one
+counts). ``refs/pull/N/head`` gives a PR's head commit when the repository has it.
+
+"Changed" means changed *content*: a launcher whose only change is its
+``source .../benchmark_lib.sh`` line (scripts moved to ``deprecated/`` get a
+longer relative path) or a file moved unchanged is followed across the move,
+not attributed to the move. Every git call goes through :mod:`provenance.sources.git`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, ConfigDict
+
+from provenance.errors import UsageError
+from provenance.sources.git import (
+    FileChange,
+    Repo,
+    blob_at,
+    first_parent,
+    first_parent_log,
+    first_parent_name_status,
+    ref_commit,
+)
+
+__all__ = [
+    "FileChange",
+    "History",
+    "HistoryCommit",
+    "Normaliser",
+    "first_parent_history",
+    "last_content_change",
+    "launcher_content",
+    "path_changes",
+    "pr_head",
+    "pr_of_subject",
+    "require_pr_commit",
+]
+
+PR_SUBJECT = re.compile(r"\(#(\d+)\)(?:\s*\[skip-sweep\])?\s*$")
+_SOURCE_LINE = re.compile(r"^\s*(?:source|\.)\s+\S*benchmark_lib\.sh")
+
+Normaliser = Callable[[bytes], bytes]
+
+
+def pr_of_subject(subject: str) -> int | None:
+    """The PR number of a squash-commit subject (``... (#2120)``), else None."""
+    match = PR_SUBJECT.search(subject)
+    return int(match.group(1)) if match else None
+
+
+class HistoryCommit(BaseModel):
+    """A commit on the first-parent line of the ingested revision (index 0 = newest)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    sha: str
+    index: int
+    timestamp: int
+    subject: str
+    pr: int | None
+
+    @property
+    def date(self) -> dt.date:
+        return dt.datetime.fromtimestamp(self.timestamp, tz=dt.UTC).date()
+
+    @property
+    def title(self) -> str:
+        match = PR_SUBJECT.search(self.subject)
+        return self.subject[: match.start()].rstrip() if match else self.subject
+
+
+@dataclass
+class History:
+    """The first-parent history of one revision."""
+
+    commits: list[HistoryCommit]
+    by_sha: dict[str, HistoryCommit] = field(default_factory=dict)
+    by_pr: dict[int, HistoryCommit] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for commit in self.commits:
+            self.by_sha[commit.sha] = commit
+            # Newest first: the first commit naming a PR is its latest squash.
+            if commit.pr is not None and commit.pr not in self.by_pr:
+                self.by_pr[commit.pr] = commit
+
+
+def first_parent_history(repo: Repo, rev: str) -> History:
+    """Every commit on the first-parent line of ``rev``, newest first (one ``git log``)."""
+    commits = [
+        HistoryCommit(
+            sha=entry.sha,
+            index=index,
+            timestamp=entry.timestamp,
+            subject=entry.subject,
+            pr=pr_of_subject(entry.subject),
+        )
+        for index, entry in enumerate(first_parent_log(repo, rev))
+    ]
+    return History(commits=commits)
+
+
+def path_changes(repo: Repo, rev: str, roots: Iterable[str]) -> dict[str, list[FileChange]]:
+    """Changes under ``roots`` along the first-parent line of ``rev``: path → changes, newest first.
+
+    One ``git log --name-status -M`` walk for the whole file set; renames are
+    indexed under their new path with ``old`` set.
+    """
+    changes: dict[str, list[FileChange]] = {}
+    for change in first_parent_name_status(repo, rev, roots):
+        changes.setdefault(change.path, []).append(change)
+    return changes
+
+
+def launcher_content(data: bytes) -> bytes:
+    """Launcher text for change detection: the ``benchmark_lib.sh`` source line dropped."""
+    lines = data.split(b"\n")
+    return b"\n".join(
+        line for line in lines if not _SOURCE_LINE.match(line.decode("utf-8", "replace"))
+    )
+
+
+def last_content_change(
+    repo: Repo,
+    history: History,
+    changes: Mapping[str, list[FileChange]],
+    path: str,
+    *,
+    normalise: Normaliser | None = None,
+) -> tuple[HistoryCommit | None, list[HistoryCommit]]:
+    """(newest commit that changed ``path``'s content, every commit that did, newest first).
+
+    Follows renames; a rename or modification whose normalised content is
+    unchanged (see :func:`launcher_content`) is not a content change.
+    """
+    norm = normalise or (lambda data: data)
+    found: list[HistoryCommit] = []
+    current = path
+    floor = -1  # only changes older than this history index apply to ``current``
+    while True:
+        step = None
+        for change in changes.get(current, []):
+            commit = history.by_sha.get(change.commit)
+            if commit is None or commit.index <= floor:
+                continue
+            step = (change, commit)
+            break
+        if step is None:
+            break
+        change, commit = step
+        floor = commit.index
+        if change.status == "D":
+            break
+        parent_path = change.old if change.status in {"R", "C"} and change.old else current
+        if change.status == "A":
+            found.append(commit)
+            break
+        parent = first_parent(repo, commit.sha)
+        before = blob_at(repo, parent, parent_path) if parent else None
+        after = blob_at(repo, commit.sha, current)
+        if before is None or after is None or norm(before) != norm(after):
+            found.append(commit)
+        current = parent_path
+    return (found[0] if found else None), found
+
+
+def pr_head(repo: Repo, number: int) -> str | None:
+    """The commit ``refs/pull/<N>/head`` points at, when the repository has the ref."""
+    return ref_commit(repo, f"refs/pull/{number}/head")
+
+
+def require_pr_commit(history: History, number: int, rev: str) -> HistoryCommit:
+    commit = history.by_pr.get(number)
+    if commit is None:
+        raise UsageError(
+            f"no commit with subject ending in (#{number}) on the first-parent history of {rev}"
+        )
+    return commit
