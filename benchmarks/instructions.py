@@ -14,6 +14,7 @@ the audit's. Prints millions of instructions. Needs valgrind; takes about a minu
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import re
 import shutil
@@ -27,7 +28,10 @@ _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 
 def _child(args: argparse.Namespace) -> None:
-    """Load everything, then audit only when asked to; leave without tearing down."""
+    """Load everything, then audit only when asked to; leave without tearing down.
+
+    The collector is off, as in the console script (``cli.main.one_shot_process``)."""
+    gc.disable()
     from provenance.audit.normaliser import PolicyNormaliser
     from provenance.audit.pipeline import (
         AuditFilters,
@@ -48,8 +52,7 @@ def _child(args: argparse.Namespace) -> None:
     graph, declarations = load_graph(args.ledger, args.evidence, normaliser)
     recipes = recipe_inputs(default_inputs(inputs), AuditFilters())
     if args.child == "audit":
-        keep: list[object] = []
-        audit(recipes, graph, normaliser, declarations, keep=keep)
+        audit(recipes, graph, normaliser, declarations)
     sys.stdout.flush()
     os._exit(0)
 

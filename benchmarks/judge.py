@@ -96,7 +96,7 @@ def main() -> None:
     best = {name: float("inf") for name in runs}
     results: dict[str, Any] = {}
     gc.collect()
-    gc.disable()  # as in the audit (pipeline.gc_paused)
+    gc.disable()  # as the console script runs a command (cli.main.one_shot_process)
     for _ in range(args.repeat):
         for name, run in runs.items():
             start = time.process_time()

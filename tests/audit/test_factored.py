@@ -292,34 +292,3 @@ def test_reduction_keeps_feature_args_whose_boundaries_could_move(edge_root: Pat
     # twice in the features: last wins between them
     twice = ["--uvicorn-log-level", "warning", "--uvicorn-log-level", "error"]
     assert reduce(twice) == tuple(twice)
-
-
-@pytest.mark.slow
-def test_keep_holds_the_last_recipes_auditor_and_changes_nothing(edge_root: Path) -> None:
-    """``keep`` (the console script's keep-until-exit list) gets the last recipe's auditor
-    and cell auditor, only that one, and the report is the same as without it."""
-    from provenance.audit.tally import Tally
-    from provenance.audit.walks.cells import CellWalk
-
-    root = load_recipes_root(edge_root)
-    recipes = [load_recipe(root, "Toy/Toy-1"), load_recipe(root, "Toy/Edge")]
-    graph = EvidenceIndex.build([], [], PolicyNormaliser().major)
-    options = EnumerationOptions(kv="all")
-
-    def inputs() -> list[RecipeInput]:
-        return [
-            RecipeInput(ref=r.hf_id, cells=CellSource(recipe=r, root=root, options=options))
-            for r in recipes
-        ]
-
-    plain = audit(inputs(), graph, PolicyNormaliser())
-    keep: list[object] = []
-    kept = audit(inputs(), graph, PolicyNormaliser(), keep=keep)
-    assert kept.model_dump() == plain.model_dump()
-    assert len(keep) == 1
-    pair = keep[0]
-    assert isinstance(pair, tuple)
-    tally, cells = pair
-    assert isinstance(tally, Tally) and isinstance(cells, CellWalk)
-    assert tally.recipe == "Toy/Edge" and cells.tally is tally
-    assert tally.count == sum(e.combinations for e in kept.verdicts if e.recipe == "Toy/Edge")

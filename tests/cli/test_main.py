@@ -1,9 +1,10 @@
-"""The console-script entry: it leaves with ``os._exit`` after flushing, so prove
-that nothing is lost on the way out (full output on a pipe and in ``--output``
-files, the exit status of every kind of ending)."""
+"""The console-script entry: it runs one command with the collector off and ends the
+process; prove that nothing is lost on the way out (full output on a pipe and in
+``--output`` files, the exit status of every kind of ending, ``atexit`` handlers)."""
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from provenance.cli.main import exit_status
+from provenance.cli.main import exit_status, one_shot_process
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,24 +85,34 @@ def test_usage_error_and_version() -> None:
     assert version.stdout.startswith("provenance, version ")
 
 
-@pytest.mark.parametrize("traced", [False, True])
-def test_exit_handlers_run_and_a_tracer_gets_a_normal_exit(traced: bool) -> None:
-    """``atexit`` handlers run either way; under a tracer (coverage, a debugger) or a
-    profiler the interpreter ends normally, so they can write their reports."""
+def test_exit_handlers_run_and_the_status_is_the_commands() -> None:
     script = (
-        "import atexit, sys\n"
-        + ("sys.settrace(lambda *a: None)\n" if traced else "")
-        + "atexit.register(lambda: print('handler ran', flush=True))\n"
+        "import atexit\n"
+        "atexit.register(lambda: print('handler ran', flush=True))\n"
         "import provenance.cli.main as m\n"
-        "m.os._exit = lambda code: (print('fast exit', flush=True), m.os.abort())\n"
-        "m.main(['--version'])\n"
+        "m.main(['audit', '--no-such-option'])\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=False
     )
     assert "handler ran" in done.stdout
-    if traced:
-        assert done.returncode == 0
-        assert "fast exit" not in done.stdout
-    else:
-        assert "fast exit" in done.stdout
+    assert done.returncode == 2
+    assert "No such option" in done.stderr
+
+
+def test_one_shot_process_runs_the_command_without_the_collector() -> None:
+    seen: list[bool] = []
+
+    def command() -> int:
+        seen.append(gc.isenabled())
+        return 3
+
+    was = gc.isenabled()
+    try:
+        with pytest.raises(SystemExit) as ended:
+            one_shot_process(command)
+    finally:
+        if was:
+            gc.enable()
+    assert seen == [False]
+    assert ended.value.code == 3

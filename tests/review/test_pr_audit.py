@@ -261,32 +261,3 @@ def test_cli_pr_audit_sarif_points_at_the_recipe_in_the_repository(tmp_path: Pat
     head_lines = (EMBEDDED / MODEL).read_text().count("\n")
     assert all(1 <= loc["region"]["startLine"] <= head_lines for loc in locations)
     assert any(loc["region"]["startLine"] > 1 for loc in locations)
-
-
-def test_cli_pr_audit_keeps_its_structures_until_exit_and_writes_the_same(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """With keep-until-exit on (the console script), the PR audit hands the shared
-    evidence, each side's last auditor and the result over, and its output is unchanged."""
-    from click.testing import CliRunner
-
-    from provenance.audit.pipeline import EvidenceCache
-    from provenance.cli import lifetime
-    from provenance.cli.main import cli
-    from provenance.review.pr_audit import PrAuditResult
-
-    work, base, head = _mxfp8_indexer_pr(tmp_path)
-    args = [
-        "audit", "--repo", str(work), "--base", base, "--head", head,
-        "--ledger", str(_ledger(tmp_path)), "--evidence", str(tmp_path / "evidence"),
-        "--variant", "mxfp8", "--hardware", "b200", "--format", "json",
-    ]  # fmt: skip
-    monkeypatch.setattr(lifetime, "_kept", None)
-    plain = CliRunner().invoke(cli, args)
-    lifetime.keep_until_exit()
-    kept_run = CliRunner().invoke(cli, args)
-    assert (kept_run.exit_code, kept_run.output) == (plain.exit_code, plain.output)
-    kept = lifetime.kept()
-    assert kept is not None
-    assert isinstance(kept[0], EvidenceCache) and isinstance(kept[-1], PrAuditResult)
-    assert sum(isinstance(item, tuple) for item in kept) == 2  # one auditor per side

@@ -10,9 +10,7 @@ are resolved by :func:`default_inputs` alone). The decisions live in
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,61 +77,13 @@ def audit(
     notices: Sequence[str] = (),
     classify: ClassifyFn | None = None,
     judges: dict[str, Judge] | None = None,
-    keep: list[object] | None = None,
 ) -> AuditReport:
     """Audit every combination of every recipe against ``graph``.
 
     ``judges`` (recipe ref -> :class:`Judge`) lets several audits against the same
     ``graph``, normaliser and ``classify`` share each recipe's judgement memos (the
     base and head of a pull request): missing judges are created and added to it.
-
-    ``keep`` is for a caller that ends the process soon after without freeing memory
-    (the console script, see :mod:`provenance.cli.lifetime`): the last recipe's auditor,
-    with its render, normalisation and tally memos, is appended to it instead of being
-    freed on the way out. Freeing those objects one by one gives nothing back to such a
-    process and costs about 0.015 s after a MiniMax-M3 audit. The earlier recipes'
-    auditors are freed as each recipe is done, as without ``keep``: keeping them all
-    would double the peak memory of an audit of every recipe.
     """
-    with gc_paused():
-        return _audit(
-            recipes, graph, normaliser, declarations, ledger, notices, classify, judges, keep
-        )
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector: the audit allocates many long-lived objects and
-    no cycles, and repeated full collections over them cost more than the audit itself.
-
-    On the way out, everything allocated meanwhile (millions of objects, all still in
-    the youngest generation) is moved to the oldest one before collection resumes
-    (freeze, enable, unfreeze): otherwise the first allocation after ``gc.enable()``
-    scans all of them at once, about 10% of a MiniMax-M3 audit. Nothing is lost:
-    the oldest generation is still collected, later, as usual.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.freeze()
-            gc.enable()
-            gc.unfreeze()
-
-
-def _audit(
-    recipes: Sequence[RecipeInput],
-    graph: EvidenceIndex,
-    normaliser: RoleNormaliser,
-    declarations: Declarations | None,
-    ledger: str | None,
-    notices: Sequence[str],
-    classify: ClassifyFn | None,
-    judges: dict[str, Judge] | None,
-    keep: list[object] | None,
-) -> AuditReport:
     matcher = DeclarationMatcher(declarations or Declarations())
     verdicts: list[VerdictEntry] = []
     reverse: list[ReverseEntry] = []
@@ -141,7 +91,6 @@ def _audit(
     recipe_files: dict[str, str] = {}
     cited: set[str] = set()
     count = 0
-    last: tuple[Tally, CellWalk | SelectionWalk] | None = None
     for recipe in recipes:
         # one Judge per recipe: recipes share no checkpoint scope worth memoising across,
         # and its memos are freed as soon as the recipe is done (unless ``judges`` keeps it).
@@ -178,9 +127,6 @@ def _audit(
         )
         if recipe.path:
             recipe_files[recipe.ref] = recipe.path
-        last = (tally, walk)
-    if keep is not None:
-        keep.append(last)
     return AuditReport(
         tool_version=__version__,
         recipes=tuple(r.ref for r in recipes),
@@ -283,10 +229,9 @@ def load_graph(
 
     book = Ledger(ledger)
     store = EvidenceStore(evidence)
-    with gc_paused():
-        records = store.iter_records(VerifiedRecords.open())
-        entries = book.entries(ParsedEntries.open())
-        graph = EvidenceIndex.build(records, entries, normaliser.major)
+    records = store.iter_records(VerifiedRecords.open())
+    entries = book.entries(ParsedEntries.open())
+    graph = EvidenceIndex.build(records, entries, normaliser.major)
     return graph, book.declarations()
 
 
@@ -370,19 +315,13 @@ def run_audit(
     inputs: AuditInputs,
     filters: AuditFilters,
     shared: EvidenceCache | None = None,
-    keep: list[object] | None = None,
 ) -> AuditReport:
     """Load everything, audit every combination, return the report.
 
     With ``shared``, the evidence graph, normaliser and judges come from (and stay in) it.
-    With ``keep``, what the audit built and would free on the way out (the graph, the
-    judges, the last recipe's auditor and its memos) is appended to it instead: see
-    :func:`audit`.
     """
     resolved = default_inputs(inputs)
     loaded = (shared or EvidenceCache()).load(resolved.ledger, resolved.evidence)
-    if keep is not None:
-        keep.append(loaded)
     notices = []
     if not loaded.graph.records:
         notices.append(f"no evidence records in {resolved.evidence}: nothing can be recommended")
@@ -394,7 +333,6 @@ def run_audit(
         ledger=str(resolved.ledger),
         notices=notices,
         judges=loaded.judges,
-        keep=keep,
     )
 
 

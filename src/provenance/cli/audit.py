@@ -86,7 +86,6 @@ def audit(
 
     def action() -> int:
         from provenance.audit.pipeline import AuditInputs, run_audit
-        from provenance.cli.lifetime import kept
         from provenance.report.formats import write_report
 
         filters = audit_filters(variants, hardware, strategies, features, pd_nodes, pd_pairing, kv)
@@ -106,16 +105,12 @@ def audit(
                 comment,
                 token_env,
             )
-        keep = kept()
         report = run_audit(
             AuditInputs(
                 recipes=recipes, recipes_root=recipes_root, ledger=ledger, evidence=evidence
             ),
             filters,
-            keep=keep,
         )
-        if keep is not None:
-            keep.append(report)
         out = _open_output(output)
         try:
             if fmt == "text" and output is None:
@@ -154,21 +149,16 @@ def _pr_audit(
     comment: bool,
     token_env: str,
 ) -> int:
-    from provenance.cli.lifetime import kept
     from provenance.report.pr import gate_exit_code, write_pr_audit
     from provenance.review.pr_audit import PrAuditRequest, run_pr_audit
 
     if repo is None or not base or not head:
         raise UsageError("--repo, --base and --head go together")
-    keep = kept()
     result = run_pr_audit(
         PrAuditRequest(
             repo=repo, base=base, head=head, ledger=ledger, evidence=evidence, filters=filters
-        ),
-        keep,
+        )
     )
-    if keep is not None:
-        keep.append(result)
     out = _open_output(output)
     try:
         write_pr_audit(result, fmt, out)

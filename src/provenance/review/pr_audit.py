@@ -22,7 +22,6 @@ from provenance.audit.pipeline import (
     AuditFilters,
     AuditInputs,
     EvidenceCache,
-    gc_paused,
     run_audit,
 )
 from provenance.audit.verdicts import AuditReport
@@ -72,7 +71,6 @@ def _audit_side(
     filters: AuditFilters,
     workdir: Path,
     shared: EvidenceCache,
-    keep: list[object] | None,
 ) -> AuditReport | None:
     """Audit the model files ``present`` (materialised in ``workdir``) of ``commit``."""
     assert isinstance(commit, Commit)
@@ -88,7 +86,6 @@ def _audit_side(
             ),
             filters,
             shared,
-            keep,
         )
     except InputError as exc:
         # Name the file as ``<commit>:<path>``, not the private temporary copy.
@@ -162,19 +159,8 @@ def variant_change(base_root: Path, head_root: Path, model: str) -> VariantChang
     return VariantChange(recipe=base.hf_id, changed=changed, unchanged=frozenset(before) - changed)
 
 
-def run_pr_audit(request: PrAuditRequest, keep: list[object] | None = None) -> PrAuditResult:
-    """Audit both sides of the pull request and diff them.
-
-    ``keep``: see :func:`provenance.audit.pipeline.run_audit` (the shared evidence graph,
-    judges and auditors are appended to it instead of being freed on the way out).
-    """
-    # Both audits, the evidence graph and the diff allocate many long-lived objects and
-    # hardly any cycle: no collection until the result is built (the audit does the same).
-    with gc_paused():
-        return _run_pr_audit(request, keep)
-
-
-def _run_pr_audit(request: PrAuditRequest, keep: list[object] | None) -> PrAuditResult:
+def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
+    """Audit both sides of the pull request and diff them."""
     repo = open_repo(request.repo)
     base = resolve_commit(repo, request.base)
     head = resolve_commit(repo, request.head)
@@ -186,8 +172,6 @@ def _run_pr_audit(request: PrAuditRequest, keep: list[object] | None) -> PrAudit
     # One evidence graph, normaliser and set of judges for both sides: the head's
     # combinations are mostly the base's, so its judgements are memo hits.
     shared = EvidenceCache()
-    if keep is not None:
-        keep.append(shared)
     with (
         tempfile.TemporaryDirectory(prefix="provenance-base-") as base_dir,
         tempfile.TemporaryDirectory(prefix="provenance-head-") as head_dir,
@@ -215,11 +199,9 @@ def _run_pr_audit(request: PrAuditRequest, keep: list[object] | None) -> PrAudit
                     )
                 }
             )
-        base_report = _audit_side(
-            base_present, base, request, base_filters, Path(base_dir), shared, keep
-        )
+        base_report = _audit_side(base_present, base, request, base_filters, Path(base_dir), shared)
         head_report = _audit_side(
-            head_present, head, request, request.filters, Path(head_dir), shared, keep
+            head_present, head, request, request.filters, Path(head_dir), shared
         )
     diff = diff_reports(
         base_report,
