@@ -204,6 +204,9 @@ class HeredocCapture:
     delimiter: str
     expands: bool  # unquoted delimiter: bash would expand $... in the body
     body: str
+    # The body as bash would feed it: expanded with the state at the redirect
+    # when ``expands`` (holes for what cannot be proved), else the body itself.
+    content: Text = ()
 
 
 class Evaluator:
@@ -419,8 +422,46 @@ class Evaluator:
                     delimiter=delimiter.strip("'\""),
                     expands=not any(q in delimiter for q in "'\"\\"),
                     body=(node_text(text) if text is not None else "")[:MAX_HEREDOC_CHARS],
+                    content=self.heredoc_content(text, delimiter, st.copy()),
                 )
             )
+
+    def heredoc_content(self, text: Node | None, delimiter: str, st: State) -> Text:
+        """A here-document body as bash expands it: no splitting, no globbing.
+
+        A quoted delimiter leaves the body literal. Otherwise parameter,
+        arithmetic and command substitutions are expanded (quoted context) and
+        ``\\`` escapes only ``$``, backquote, ``\\`` and newline, as in bash.
+        Backquoted commands (left unparsed in a body) become holes.
+        """
+        if text is None:
+            return ()
+        if any(q in delimiter for q in "'\"\\"):
+            return text_of(node_text(text)[:MAX_HEREDOC_CHARS])
+        raw = text.text or b""
+        base = text.start_byte
+        pieces: Expanded = []
+
+        def literal(chunk: str) -> None:
+            plain = _unescape_heredoc(chunk)
+            if plain is None:
+                pieces.append(Piece(Unknown(self.marker("backticks", text, chunk[:60])), True))
+            else:
+                pieces.append(Piece(plain, True))
+
+        cursor = 0
+        for child in text.children:
+            start, end = child.start_byte - base, child.end_byte - base
+            if start > cursor:
+                literal(raw[cursor:start].decode("utf-8", "replace"))
+            cursor = max(cursor, end)
+            if child.type == "heredoc_content":
+                literal(node_text(child))
+            else:
+                pieces.extend(self.expand(child, st, quoted=True))
+        if cursor < len(raw):
+            literal(raw[cursor:].decode("utf-8", "replace"))
+        return self.check_size(pieces_text(pieces), text)
 
     def exec_pipeline(self, node: Node, st: State) -> None:
         parts = [c for c in node.named_children]
@@ -2432,6 +2473,23 @@ def _unescape_double(text: str) -> str:
             continue
         out.append(ch)
         i += 1
+    return "".join(out)
+
+
+def _unescape_heredoc(text: str) -> str | None:
+    """Backslash removal in an unquoted here-document body (``$``, backquote, ``\\``, newline).
+
+    None when the text holds an unescaped backquote (a command substitution).
+    """
+    out: list[str] = []
+    for match in re.finditer(r"\\[$`\\\n]|`|[^\\`]+|\\", text):
+        piece = match.group(0)
+        if piece == "`":
+            return None
+        if len(piece) == 2 and piece[0] == "\\":
+            out.append("" if piece[1] == "\n" else piece[1])
+        else:
+            out.append(piece)
     return "".join(out)
 
 

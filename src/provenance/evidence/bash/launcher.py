@@ -25,7 +25,8 @@ Conventions:
   dropped without a marker.
 * ``sourced`` lists the paths the script sources, as evaluated.
 * ``heredocs`` lists the here-documents on the evaluated path (command, file
-  targets, raw body; never expanded or run): ``python3 - <<EOF`` bodies that
+  targets, raw body, and the content bash would feed: expanded with the
+  variables in scope when the delimiter is unquoted; never run): ``python3 - <<EOF`` bodies that
   patch the engine and ``cat > f <<EOF`` config files are evidence a linker
   should flag.
 * Errors: an unparsable script (tree-sitter-bash ``ERROR``/``MISSING`` node),
@@ -65,6 +66,10 @@ class Heredoc(BaseModel):
     delimiter: str
     expands: bool
     body: str
+    #: The body as bash feeds it (expanded when ``expands``); holes rendered
+    #: ``<unevaluated:…>`` with their markers in ``content_partial``.
+    content: str = ""
+    content_partial: list[PartialMarker] = Field(default_factory=list)
 
 
 class LauncherResult(BaseModel):
@@ -78,6 +83,8 @@ class LauncherResult(BaseModel):
     served: bool
     sourced: list[str] = Field(default_factory=list)
     heredocs: list[Heredoc] = Field(default_factory=list)
+    #: Line of the (first) ``vllm serve`` command, when one is reached.
+    serve_line: int | None = None
 
 
 def evaluate_launcher(
@@ -107,6 +114,8 @@ def launcher_result(evaluation: Evaluation) -> LauncherResult:
             delimiter=h.delimiter,
             expands=h.expands,
             body=h.body,
+            content=render(h.content),
+            content_partial=_ordered(_markers_of(h.content)),
         )
         for h in evaluation.heredocs
     ]
@@ -145,6 +154,7 @@ def launcher_result(evaluation: Evaluation) -> LauncherResult:
         served=True,
         sourced=list(evaluation.sourced),
         heredocs=heredocs,
+        serve_line=serve.line,
     )
 
 

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 
 from provenance.errors import InputError
 from provenance.evidence.bash import evaluate_launcher
+from provenance.evidence.bash.config_file import merge_config_file
 from provenance.evidence.inferencex.master import MasterEntry, SingleNodePoint
 from provenance.evidence.inferencex.snapshot import Snapshot
 from provenance.model.flags import FlagSet
@@ -352,8 +353,10 @@ def evaluate_point(
             model=None,
             partial=tuple(partial),
         )
+    argv, config_markers = merge_config_file(result, path)
+    partial.extend(config_markers)
     try:
-        command = normalise_argv(result.argv, result.env)
+        command = normalise_argv(argv, result.env)
     except InputError as exc:
         raise ArgvNotNormalisableError(str(exc), path=path) from None
     return ServeEvidence(
