@@ -1,4 +1,4 @@
-"""The evidence graph: index, networkx nodes/edges, JSON/GraphML/DOT export."""
+"""The evidence index, and its graph export: networkx nodes/edges, JSON/GraphML/DOT."""
 
 from __future__ import annotations
 
@@ -17,9 +17,16 @@ from audit_builders import (
     single_record,
 )
 
-from provenance.audit.index import EvidenceIndex, to_dot, to_node_link_json, write_graphml
+from provenance.audit.index import EvidenceIndex
 from provenance.model.record import EvidenceRecord
 from provenance.model.scope import Scope
+from provenance.report.graph_export import (
+    Combination,
+    evidence_graph,
+    to_dot,
+    to_node_link_json,
+    write_graphml,
+)
 
 
 def build() -> tuple[EvidenceIndex, EvidenceRecord, EvidenceRecord]:
@@ -46,14 +53,14 @@ def test_exact_index_and_scope() -> None:
 
 def test_networkx_nodes_and_edges() -> None:
     graph, single, pd = build()
-    graph.add_combination(
+    combination = Combination(
         "MiniMaxAI/MiniMax-M3",
         "nvfp4 · b200 · single_node_tp",
         3,
         "recommended",
         {"serve": flags("tensor_parallel_size=8 block_size=128")},
     )
-    g = graph.to_networkx()
+    g = evidence_graph(graph, [combination])
     kinds = {data["kind"] for _, data in g.nodes(data=True)}
     assert kinds == {"flag", "evidence", "config", "pr", "sweep", "commit", "combination"}
     edge_kinds = {data["kind"] for _, _, data in g.edges(data=True)}
@@ -66,13 +73,13 @@ def test_networkx_nodes_and_edges() -> None:
     assert {r for _, _, r in sets} == {"prefill", "decode"}
     assert g.has_edge(f"evidence:{single.id}", "pr:SemiAnalysisAI/InferenceX#2120")
     assert g.has_edge("pr:SemiAnalysisAI/InferenceX#2120", "sweep:3120/1")
-    renders = [v for u, v, d in g.edges(data=True) if d["kind"] == "renders"]
-    assert "flag:tensor_parallel_size=8" in renders
+    renders = [(u, v) for u, v, d in g.edges(data=True) if d["kind"] == "renders"]
+    assert ("combination:MiniMaxAI/MiniMax-M3#0", "flag:tensor_parallel_size=8") in renders
 
 
 def test_exports_round_trip() -> None:
     graph, _, _ = build()
-    g = graph.to_networkx()
+    g = evidence_graph(graph)
     data = json.loads(json.dumps(to_node_link_json(g)))
     again = nx.node_link_graph(data, edges="edges")
     assert again.number_of_nodes() == g.number_of_nodes()
@@ -86,8 +93,8 @@ def test_exports_round_trip() -> None:
 
 def test_dot_escapes_values() -> None:
     graph, _, _ = build()
-    graph.add_combination("R", 'evil" label\n]; x -> y', 1, "guide-only", {})
-    dot = to_dot(graph.to_networkx())
+    evil = Combination("R", 'evil" label\n]; x -> y', 1, "guide-only", {})
+    dot = to_dot(evidence_graph(graph, [evil]))
     assert dot.startswith("digraph provenance {")
     assert dot.rstrip().endswith("}")
     assert 'evil\\" label\\n]; x -> y' in dot

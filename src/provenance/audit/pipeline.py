@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,7 +30,6 @@ from provenance.audit.walks.cells import CellWalk, audit_cells
 from provenance.audit.walks.selections import SelectionWalk
 from provenance.errors import UsageError
 from provenance.model.combination import RenderResult, Selection
-from provenance.model.flags import FlagSet
 from provenance.model.ledger import Declarations
 from provenance.recipes.enumerate.selections import EnumerationOptions
 from provenance.recipes.load.loader import Recipe, RecipesRoot
@@ -446,27 +444,3 @@ def run_explain(inputs: AuditInputs, spec: SelectionSpec) -> object:
     normaliser = PolicyNormaliser()
     graph, declarations = load_graph(resolved.ledger, resolved.evidence, normaliser)
     return explain(recipe.hf_id, selection, result, graph, normaliser, declarations)
-
-
-def build_export_graph(inputs: AuditInputs, *, with_recipes: bool) -> Any:
-    """The networkx evidence graph, plus one combination node per distinct outcome if asked."""
-    normaliser = PolicyNormaliser()
-    if not with_recipes:
-        ledger, evidence = ledger_dirs(inputs)
-        graph, _ = load_graph(ledger, evidence, normaliser)
-        return graph.to_networkx()
-    resolved = default_inputs(inputs)
-    graph, declarations = load_graph(resolved.ledger, resolved.evidence, normaliser)
-    report = audit(recipe_inputs(resolved, AuditFilters()), graph, normaliser, declarations)
-    for entry in report.verdicts:
-        first = next(entry.iter_selections(), None)
-        graph.add_combination(
-            recipe=entry.recipe,
-            label=first.label() if first is not None else "",
-            selections=entry.combinations,
-            verdict=str(entry.verdict),
-            roles={
-                role.role: FlagSet({f.key: f.value for f in role.flags}) for role in entry.roles
-            },
-        )
-    return graph.to_networkx()

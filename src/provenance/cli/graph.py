@@ -34,16 +34,20 @@ def graph(
     """Export the evidence graph: flags, evidence, configs, PRs, sweeps, commits, combinations."""
 
     def action() -> int:
-        from provenance.audit.pipeline import AuditInputs, build_export_graph
+        from provenance.audit.pipeline import AuditInputs
+        from provenance.report.graph_export import (
+            export_graph,
+            to_dot,
+            to_node_link_json,
+            write_graphml,
+        )
 
-        exported = build_export_graph(
+        exported = export_graph(
             AuditInputs(
                 recipes=recipes, recipes_root=recipes_root, ledger=ledger, evidence=evidence
             ),
             with_recipes=bool(recipes),
         )
-        from provenance.audit.index import to_dot, to_node_link_json, write_graphml
-
         if fmt == "graphml":
             if output is None:
                 write_graphml(exported, sys.stdout.buffer)
