@@ -1948,6 +1948,9 @@ class Evaluator:
         statements = [c for c in node.named_children if c.type != "comment"]
         body = statements[0] if len(statements) == 1 else None
         if body is not None and body.type == "redirected_statement":
+            fed = self.cat_heredoc(body, st)
+            if fed is not None:
+                return fed
             redirects = [c for c in body.named_children if c.type == "file_redirect"]
             if all(node_text(r).replace(" ", "") in ("2>/dev/null",) for r in redirects):
                 body = body.child_by_field_name("body")
@@ -1967,6 +1970,26 @@ class Evaluator:
                 if head in ("dirname", "basename", "printf", "echo"):
                     return self.pure_command(head, words[1:], node, construct)
         return self.hole(construct, node, node_text(node)[:80])
+
+    def cat_heredoc(self, node: Node, st: State) -> Text | None:
+        """``$(cat <<EOF … EOF)``: the here-document's content without trailing newlines."""
+        command = node.child_by_field_name("body")
+        others = [c for c in node.named_children if c != command]
+        if (
+            command is None
+            or command.type != "command"
+            or len(command.named_children) != 1
+            or node_text(command) != "cat"
+            or len(others) != 1
+            or others[0].type != "heredoc_redirect"
+            or any(c.type in ("pipeline", "list", "command") for c in others[0].named_children)
+        ):
+            return None
+        redirect = others[0]
+        start = next((c for c in redirect.children if c.type == "heredoc_start"), None)
+        text = next((c for c in redirect.children if c.type == "heredoc_body"), None)
+        delimiter = node_text(start) if start is not None else ""
+        return _strip_newlines(self.heredoc_content(text, delimiter, st))
 
     def pure_command(self, head: str, args: list[Text], node: Node, construct: str) -> Text:
         plain_args = [known(a) for a in args]

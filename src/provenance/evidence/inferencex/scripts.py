@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict
 from provenance.errors import InputError
 from provenance.evidence.bash import evaluate_launcher
 from provenance.evidence.bash.config_file import merge_config_file
+from provenance.evidence.inferencex.dram_budget import dram_offload_gb
 from provenance.evidence.inferencex.master import MasterEntry, SingleNodePoint
 from provenance.evidence.inferencex.snapshot import Snapshot
 from provenance.model.flags import FlagSet
@@ -265,8 +266,16 @@ def exp_name(entry: MasterEntry, point: SingleNodePoint) -> str:
     return f"{entry.model_prefix}_{seq}"
 
 
-def launcher_env(entry: MasterEntry, point: SingleNodePoint, fleet: str | None) -> dict[str, str]:
-    """The env ``benchmark-tmpl.yml`` gives the launcher for this matrix row (spec §2.2)."""
+def launcher_env(
+    entry: MasterEntry,
+    point: SingleNodePoint,
+    fleet: str | None,
+    dram_gb: int | None = None,
+) -> dict[str, str]:
+    """The env ``benchmark-tmpl.yml`` gives the launcher for this matrix row (spec §2.2).
+
+    ``dram_gb`` is the point's ``TOTAL_CPU_DRAM_GB`` (:mod:`.dram_budget`), None when unknown.
+    """
     agentic = point.scenario == "agentic-coding"
     dp_attn = "true" if point.dp_attn else "false"
     runner_name = f"{fleet}_00" if fleet else entry.runner
@@ -309,8 +318,8 @@ def launcher_env(entry: MasterEntry, point: SingleNodePoint, fleet: str | None) 
         f"_spec-{point.spec_decoding}_conc{point.conc}_{runner_name}"
     )
     if agentic:
-        # TOTAL_CPU_DRAM_GB (DRAM-offload arms) is sized by the sweep generator from
-        # runners.yaml hardware facts; it is not modelled, so those arms stay unserved.
+        if dram_gb is not None:
+            env["TOTAL_CPU_DRAM_GB"] = str(dram_gb)
         env["DURATION"] = str(AGENTIC_DURATION_SECONDS)
         env["KV_OFFLOADING"] = point.kv_offloading or "none"
         if point.kv_offload_backend:
@@ -333,8 +342,22 @@ def evaluate_point(
     if raw is None or blob is None:
         raise InputError("launcher vanished from the tree", path=path)
     text = raw.decode("utf-8", "replace")
-    result = evaluate_launcher(text, path, launcher_env(entry, point, resolution.fleet))
-    partial = list(result.partial)
+    partial: list[PartialMarker] = []
+    dram_gb: int | None = None
+    if point.scenario == "agentic-coding":
+        budget = dram_offload_gb(snapshot, entry, point)
+        if isinstance(budget, str):
+            partial.append(
+                PartialMarker(
+                    construct_name="dram-budget",
+                    path=path,
+                    detail=f"TOTAL_CPU_DRAM_GB unknown: {budget}",
+                )
+            )
+        else:
+            dram_gb = budget
+    result = evaluate_launcher(text, path, launcher_env(entry, point, resolution.fleet, dram_gb))
+    partial.extend(result.partial)
     if resolution.alternatives:
         partial.append(
             PartialMarker(
