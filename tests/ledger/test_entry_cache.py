@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ledger_factories import PR, make_entry, make_sweep
+from ledger_factories import PR, make_entry, make_record, make_sweep
 from ledger_workspace import Workspace
 
 import provenance
@@ -304,7 +304,10 @@ def test_the_audit_loads_the_ledger_through_the_cache(
     from provenance.audit.normaliser import PolicyNormaliser
     from provenance.audit.pipeline import load_graph
 
-    _filled(workspace)
+    # the audit refuses an entry citing a record the store lacks, so store the cited ones
+    ids = [workspace.store.put(make_record(i))[0] for i in range(2)]
+    workspace.ledger.write_entry(make_entry((ids[0],)))
+    workspace.ledger.write_entry(make_entry((ids[1],), pr=OTHER, sweeps=(make_sweep(),)))
     monkeypatch.setenv("PROVENANCE_CACHE_DIR", str(tmp_path / "cache"))
     load_graph(workspace.ledger_root, workspace.evidence_root, PolicyNormaliser())
     assert len(_cached_keys(tmp_path / "cache")) == 2

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
@@ -28,11 +29,15 @@ from provenance.audit.tally import Tally
 from provenance.audit.verdicts import AuditReport, Claim, ReverseEntry, VerdictEntry
 from provenance.audit.walks.cells import CellWalk, audit_cells
 from provenance.audit.walks.selections import SelectionWalk
-from provenance.errors import UsageError
+from provenance.errors import IntegrityError, UsageError
 from provenance.model.combination import RenderResult, Selection
-from provenance.model.ledger import Declarations
+from provenance.model.ledger import Declarations, LedgerEntry
 from provenance.recipes.enumerate.selections import EnumerationOptions
 from provenance.recipes.load.loader import Recipe, RecipesRoot
+
+if TYPE_CHECKING:
+    from provenance.store.evidence import EvidenceStore
+    from provenance.store.ledger import Ledger
 
 
 @dataclass(frozen=True)
@@ -227,10 +232,29 @@ def load_graph(
 
     book = Ledger(ledger)
     store = EvidenceStore(evidence)
-    records = store.iter_records(VerifiedRecords.open())
+    records = store.load_all(VerifiedRecords.open())
     entries = book.entries(ParsedEntries.open())
-    graph = EvidenceIndex.build(records, entries, normaliser.major)
+    _refuse_dangling(book, store, entries, records)
+    graph = EvidenceIndex.build(records.values(), entries, normaliser.major)
     return graph, book.declarations()
+
+
+def _refuse_dangling(
+    book: Ledger, store: EvidenceStore, entries: list[LedgerEntry], records: Mapping[str, object]
+) -> None:
+    """An entry citing a record the store does not hold stops the audit (exit 4).
+
+    Auditing without it would silently drop evidence the ledger says exists,
+    as ``verify`` reports it ``dangling``.
+    """
+    for entry in entries:
+        for record_id in entry.records:
+            if record_id not in records:
+                raise IntegrityError(
+                    f"{book.path_of(entry.pr)}: {entry.pr} cites evidence record {record_id}, "
+                    f"which is missing from {store.root}",
+                    hint="run `provenance verify`; re-ingest the PR to restore the record",
+                )
 
 
 def enumeration_options(filters: AuditFilters) -> EnumerationOptions:
