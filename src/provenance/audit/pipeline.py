@@ -31,7 +31,7 @@ from provenance.audit.walks.cells import CellWalk, audit_cells
 from provenance.audit.walks.selections import SelectionWalk
 from provenance.errors import IntegrityError, UsageError
 from provenance.model.combination import RenderResult, Selection
-from provenance.model.ledger import Declarations, LedgerEntry
+from provenance.model.ledger import Declarations, LedgerEntry, LedgerIdentity
 from provenance.recipes.enumerate.selections import EnumerationOptions
 from provenance.recipes.load.loader import Recipe, RecipesRoot
 
@@ -77,6 +77,7 @@ def audit(
     declarations: Declarations | None = None,
     *,
     ledger: str | None = None,
+    ledger_source: LedgerIdentity | None = None,
     notices: Sequence[str] = (),
     classify: ClassifyFn | None = None,
     judges: dict[str, Judge] | None = None,
@@ -135,6 +136,7 @@ def audit(
         recipes=tuple(r.ref for r in recipes),
         recipe_files=recipe_files,
         ledger=ledger,
+        ledger_source=ledger_source,
         notices=tuple(notices),
         summary=summarise(verdicts, count),
         records=record_table(cited, graph),
@@ -342,6 +344,8 @@ def run_audit(
 
     With ``shared``, the evidence graph, normaliser and judges come from (and stay in) it.
     """
+    from provenance.store.ledger import ledger_identity
+
     resolved = default_inputs(inputs)
     loaded = (shared or EvidenceCache()).load(resolved.ledger, resolved.evidence)
     notices = []
@@ -353,6 +357,7 @@ def run_audit(
         loaded.normaliser,
         loaded.declarations,
         ledger=str(resolved.ledger),
+        ledger_source=ledger_identity(resolved.ledger),
         notices=notices,
         judges=loaded.judges,
     )

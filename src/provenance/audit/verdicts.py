@@ -25,6 +25,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from provenance.model.combination import PdPool, PdSelection, Selection
+from provenance.model.ledger import LedgerIdentity
 from provenance.model.reasons import ReasonCode, VerdictKind
 
 AUDIT_SCHEMA: Literal["provenance.audit/v2"] = "provenance.audit/v2"
@@ -330,6 +331,8 @@ class AuditReport(BaseModel):
     #: (a PR audit reads recipes from git); not part of the JSON output.
     recipe_texts: SkipJsonSchema[dict[str, str]] = Field(default_factory=dict, exclude=True)
     ledger: str | None = None
+    #: which ledger: packaged or a path, and the InferenceX revision and date it was built from
+    ledger_source: LedgerIdentity | None = None
     offline: bool = True
     notices: tuple[str, ...] = ()
     summary: AuditSummary
@@ -338,6 +341,13 @@ class AuditReport(BaseModel):
     verdicts: tuple[VerdictEntry, ...]
     reverse: tuple[ReverseEntry, ...] = ()
     claims: tuple[Claim, ...] = ()
+
+    def ledger_line(self) -> str:
+        """The one line every output prints about the ledger it used (e.g. ``ledger
+        packaged with provenance 0.1.0 (InferenceX 843c6254ff69, 2026-08-21)``)."""
+        if self.ledger_source is not None:
+            return self.ledger_source.describe()
+        return f"ledger {self.ledger}" if self.ledger else ""
 
     @model_validator(mode="before")
     @classmethod

@@ -482,7 +482,7 @@ def build_page_data(
         "v": DATA_VERSION,
         "meta": {
             "tool_version": enc.s(report.tool_version),
-            "ledger": enc.s(report.ledger),
+            "ledger": enc.s(report.ledger_line()),
             "offline": report.offline,
             "notices": [enc.s(n) for n in report.notices],
             "summary": report.summary.model_dump(mode="json"),

@@ -49,6 +49,8 @@ def write(report: AuditReport, out: TextIO, *, title: str = "provenance audit") 
     summary = report.summary
     recipes = ", ".join(markdown_code(r) for r in report.recipes) or "(no recipe)"
     lines = [f"## {markdown_inline(title)}: {recipes}", ""]
+    if report.ledger_line():
+        lines += [f"Evidence: {markdown_inline(report.ledger_line())}.", ""]
     lines.append(
         f"**{summary.combinations}** combinations: **{summary.recommended}** recommended, "
         f"**{summary.guide_only}** guide-only ({summary.declared} declared, "

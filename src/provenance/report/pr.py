@@ -11,18 +11,24 @@ from pathlib import Path
 from typing import TextIO
 
 from provenance.errors import EXIT_GATE, EXIT_OK
+from provenance.escaping import markdown_inline, terminal
 from provenance.report.diff import write_json, write_markdown, write_text
 from provenance.review.pr_audit import PrAuditResult
 
 
 def write_pr_audit(result: PrAuditResult, fmt: str, out: TextIO) -> None:
     diff = result.diff
+    ledger = diff.ledger_source.describe() if diff.ledger_source is not None else ""
     if fmt == "json":
         write_json(diff, out)
     elif fmt == "markdown":
         write_markdown(diff, out)
+        if ledger:
+            out.write(f"\nEvidence: {markdown_inline(ledger)}.\n")
     elif fmt == "text":
         write_text(diff, out)
+        if ledger:
+            out.write(f"{terminal(ledger)}\n")
     elif fmt == "sarif":
         from provenance.report.sarif import write as write_sarif
 

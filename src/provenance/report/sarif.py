@@ -332,6 +332,7 @@ def build(report: AuditReport) -> dict[str, Any]:
                     }
                 },
                 "columnKind": "unicodeCodePoints",
+                "properties": {"ledger": terminal(report.ledger_line())},
                 "results": sarif_results,
             }
         ],

@@ -60,8 +60,8 @@ def write(
     title = Text("provenance audit: ")
     title.append(terminal(", ".join(report.recipes) or "(no recipe)"), style="bold")
     console.print(title)
-    if report.ledger:
-        console.print(_t(f"ledger: {report.ledger}"))
+    if report.ledger_line():
+        console.print(_t(report.ledger_line()))
     for notice in report.notices:
         console.print(_t(f"notice: {notice}", "yellow"))
     console.print(

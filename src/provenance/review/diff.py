@@ -46,6 +46,7 @@ from provenance.audit.verdicts import (
     VerdictEntry,
 )
 from provenance.model.combination import PdPool, Selection
+from provenance.model.ledger import LedgerIdentity
 from provenance.model.reasons import VerdictKind
 
 DIFF_SCHEMA: Literal["provenance.diff/v2"] = "provenance.diff/v2"
@@ -209,6 +210,8 @@ class DiffReport(BaseModel):
     changes: tuple[ChangeGroup, ...]
     lens: tuple[LensEntry, ...]
     gate: GateResult
+    #: the ledger both sides were audited against (set by the PR audit)
+    ledger_source: LedgerIdentity | None = None
 
     def iter_changes(self) -> Iterator[CombinationChange]:
         """Every changed combination, one at a time."""

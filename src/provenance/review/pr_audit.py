@@ -26,6 +26,7 @@ from provenance.audit.pipeline import (
 )
 from provenance.audit.verdicts import AuditReport
 from provenance.errors import InputError
+from provenance.model.ledger import LedgerIdentity
 from provenance.review.diff import DiffReport, diff_reports
 from provenance.review.revisions import ChangedRecipes, changed_recipes, materialise, model_paths
 from provenance.sources.git import Commit, open_repo, resolve_commit
@@ -94,6 +95,16 @@ def _audit_side(
             exc.location = replace(exc.location, path=f"{commit.hexsha[:12]}:{rel}")
         raise
     return _repo_relative(report, workdir)
+
+
+def _ledger_source(request: PrAuditRequest, report: AuditReport | None) -> LedgerIdentity:
+    """Which ledger the PR was audited against (also when no recipe changed)."""
+    if report is not None and report.ledger_source is not None:
+        return report.ledger_source
+    from provenance.store.ledger import ledger_identity
+    from provenance.store.paths import default_dirs
+
+    return ledger_identity(request.ledger or default_dirs().ledger)
 
 
 def _repo_relative(report: AuditReport, workdir: Path) -> AuditReport:
@@ -210,6 +221,7 @@ def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
         head_label=head.hexsha[:12],
         base_as_head={narrowed.recipe: narrowed.unchanged} if narrowed is not None else None,
     )
+    diff = diff.model_copy(update={"ledger_source": _ledger_source(request, head_report)})
     return PrAuditResult(
         changed=changed,
         base_report=base_report,
