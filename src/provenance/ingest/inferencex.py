@@ -112,8 +112,11 @@ def render_report(report: IngestReport) -> str:
         lines.append(
             f"records without a PR (last changed by a commit without (#N)): {s.unlinked_records}"
         )
-    for reason, count in sorted(s.skipped.items()):
-        lines.append(f"skipped {count} point(s): {terminal(reason)}")
+    for item in s.skipped:
+        lines.append(
+            f"skipped {item.count} point(s) [{item.code}]: {terminal(item.message)}"
+            f" ({len(item.keys)} key(s))"
+        )
     if s.unresolved_scripts:
         lines.append(f"unresolved launchers ({len(s.unresolved_scripts)}):")
         lines.extend(f"  {terminal(item)}" for item in s.unresolved_scripts)

@@ -143,10 +143,12 @@ def test_missing_pieces_are_summarised(
     builder.commit("partial tree (#1)", files)
     result = extract(builder.root, "HEAD", None, None, [])
     assert result.records == []
-    assert result.summary.skipped == {
-        "launcher script not found": 5,
-        "srt-slurm recipe not in the InferenceX tree (upstream srt-slurm recipe)": 1,
-    }
+    assert result.summary.skip_counts() == {"launcher-not-found": 5, "recipe-not-in-tree": 1}
+    by_code = {item.code: item for item in result.summary.skipped}
+    assert by_code["recipe-not-in-tree"].message == (
+        "srt-slurm recipe not in the InferenceX tree (upstream srt-slurm recipe)"
+    )
+    assert by_code["launcher-not-found"].keys == ["toy-fp4-b300-vllm-mtp"]
     assert len(result.summary.unresolved_scripts) == 1
 
 

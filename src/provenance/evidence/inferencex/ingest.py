@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from provenance.errors import InputError
 from provenance.evidence.inferencex.blocks import block_origins, changed_by, entry_digest
@@ -56,6 +56,7 @@ from provenance.evidence.inferencex.scripts import (
     evaluate_point,
     resolve_script,
 )
+from provenance.evidence.inferencex.skips import SkipCode, SkipCount, legacy_skips
 from provenance.evidence.inferencex.snapshot import Snapshot
 from provenance.evidence.inferencex.srt_slurm import (
     NotVllmRecipeError,
@@ -99,12 +100,33 @@ class IngestSummary(BaseModel):
     partial_records: int = 0
     partial_by_construct: dict[str, int] = Field(default_factory=dict)
     unresolved_scripts: list[str] = Field(default_factory=list)
-    skipped: dict[str, int] = Field(default_factory=dict)
+    #: Points that yielded no record, per skip code and framework (``skips.py``).
+    skipped: list[SkipCount] = Field(default_factory=list)
     unlinked_records: int = 0
     warnings: list[str] = Field(default_factory=list)
 
-    def skip(self, reason: str, count: int = 1) -> None:
-        self.skipped[reason] = self.skipped.get(reason, 0) + count
+    @field_validator("skipped", mode="before")
+    @classmethod
+    def _legacy_skipped(cls, value: Any) -> Any:
+        return legacy_skips(value)
+
+    def skip(self, code: SkipCode, framework: str, keys: Iterable[str], count: int = 1) -> None:
+        """Count ``count`` points of ``framework`` (config ``keys``) skipped for ``code``."""
+        for item in self.skipped:
+            if item.code == code and item.framework == framework:
+                item.count += count
+                item.keys = sorted(set(item.keys).union(keys))
+                return
+        self.skipped.append(
+            SkipCount(code=code, framework=framework, count=count, keys=sorted(set(keys)))
+        )
+
+    def skip_counts(self) -> dict[SkipCode, int]:
+        """Skipped points per code, all frameworks together."""
+        counts: dict[SkipCode, int] = {}
+        for item in self.skipped:
+            counts[item.code] = counts.get(item.code, 0) + item.count
+        return counts
 
     def absorb(self, part: IngestSummary) -> None:
         """Add the summary of one more commit's extraction (before :func:`_finish`)."""
@@ -112,8 +134,8 @@ class IngestSummary(BaseModel):
         self.files_read += part.files_read
         self.config_keys += part.config_keys
         self.points += part.points
-        for reason, count in part.skipped.items():
-            self.skip(reason, count)
+        for item in part.skipped:
+            self.skip(item.code, item.framework, item.keys, item.count)
         self.unresolved_scripts.extend(part.unresolved_scripts)
         self.unlinked_records += part.unlinked_records
         self.warnings.extend(part.warnings)
@@ -233,7 +255,7 @@ class _Extractor:
         # (config key, launcher or recipe path) -> worth evaluating (``--pr`` pre-filter)
         self.relevant = relevant
         self._resolutions: dict[tuple[str, str, str, str], ScriptResolution] = {}
-        self._recipes: dict[str, SrtRecipe | str] = {}
+        self._recipes: dict[str, SrtRecipe | SkipCode] = {}
 
     def run(self, entries: list[MasterEntry]) -> _Extraction:
         out = _Extraction()
@@ -309,20 +331,20 @@ class _Extractor:
         if not self._consider(entry.key, resolution.path or ""):
             return
         if resolution.path is None:
-            self.summary.skip("launcher script not found")
+            self._skip("launcher-not-found", entry)
             return
         try:
             evidence = evaluate_point(self.snapshot, entry, point, resolution)
         except ArgvNotNormalisableError as exc:
-            self.summary.skip("served argv not normalisable")
+            self._skip("argv-not-normalisable", entry)
             self.summary.warnings.append(f"{entry.key}: {exc}")
             return
         except InputError as exc:
-            self.summary.skip("launcher could not be evaluated")
+            self._skip("launcher-not-evaluable", entry)
             self.summary.warnings.append(f"{entry.key}: {exc}")
             return
         if not evidence.served:
-            self.summary.skip(f"launcher serves no vLLM engine (framework {entry.framework})")
+            self._skip("no-vllm-engine", entry)
             return
         files: list[tuple[str, FileKind]] = [
             (entry.path, "master-config"),
@@ -345,21 +367,24 @@ class _Extractor:
         out.drafts.append(_Draft(record, [workload], [evidence.script], entry.path, entry.archived))
 
     # multi node ----------------------------------------------------------------------
-    def _recipe(self, path: str) -> SrtRecipe | str:
+    def _skip(self, code: SkipCode, entry: MasterEntry) -> None:
+        self.summary.skip(code, entry.framework, [entry.key])
+
+    def _recipe(self, path: str) -> SrtRecipe | SkipCode:
         cached = self._recipes.get(path)
         if cached is not None:
             return cached
         raw = self.snapshot.read(path)
-        result: SrtRecipe | str
+        result: SrtRecipe | SkipCode
         if raw is None:
-            result = "srt-slurm recipe not in the InferenceX tree (upstream srt-slurm recipe)"
+            result = "recipe-not-in-tree"
         else:
             try:
                 result = load_recipe_bytes(raw, path)
             except NotVllmRecipeError:
-                result = "srt-slurm recipe is not a vLLM recipe"
+                result = "recipe-not-vllm"
             except InputError as exc:
-                result = "srt-slurm recipe unreadable"
+                result = "recipe-unreadable"
                 self.summary.warnings.append(str(exc))
         self._recipes[path] = result
         return result
@@ -368,9 +393,7 @@ class _Extractor:
         config_file = point.config_file()
         if config_file is None:
             if self._consider(entry.key, ""):
-                self.summary.skip(
-                    f"multinode point without CONFIG_FILE (framework {entry.framework})"
-                )
+                self._skip("multinode-without-config-file", entry)
             return
         path, selector = recipe_repo_path(config_file, origin=entry.path)
         path = self.snapshot.safe_path(path, origin=f"{entry.path}:{point.line} ({entry.key})")
@@ -378,7 +401,7 @@ class _Extractor:
             return
         recipe = self._recipe(path)
         if isinstance(recipe, str):
-            self.summary.skip(recipe)
+            self._skip(recipe, entry)
             return
         partial = list(recipe.partial)
         if selector:
@@ -521,7 +544,9 @@ def _attribute(
         archived_since = block.archived_since if block else None
         if archived_since is not None and any(c.index < archived_since.index for c in files):
             summary.skip(
-                "archived config entry: its launcher changed after archiving (never swept so)",
+                "archived-launcher-changed",
+                record.framework,
+                [record.config_key],
                 len(draft.workloads),
             )
             continue
@@ -701,6 +726,7 @@ def _finish(summary: IngestSummary, records: list[EvidenceRecord]) -> None:
             counts[construct] = counts.get(construct, 0) + 1
     summary.partial_by_construct = dict(sorted(counts.items()))
     summary.unresolved_scripts = sorted(set(summary.unresolved_scripts))
+    summary.skipped.sort(key=lambda item: (item.code, item.framework))
     summary.warnings = sorted(set(summary.warnings))
 
 

@@ -1,0 +1,109 @@
+"""Why an InferenceX evidence point yields no record: one code per specific reason.
+
+Every skip of :mod:`provenance.evidence.inferencex.ingest` names a
+:data:`SkipCode`; :data:`SKIP_MESSAGES` holds each code's message template
+(``{framework}``: the config entry's framework). The ingest summary counts
+skips per code and framework, with the config keys they hit
+(:class:`SkipCount`). ``docs/evidence.md`` lists every code; a test checks it.
+
+Summaries written before the codes existed (``skipped: {message: count}``)
+still load: :func:`legacy_code` maps each old message to its code.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+SkipCode = Literal[
+    "launcher-not-found",
+    "argv-not-normalisable",
+    "launcher-not-evaluable",
+    "no-vllm-engine",
+    "multinode-without-config-file",
+    "recipe-not-in-tree",
+    "recipe-not-vllm",
+    "recipe-unreadable",
+    "archived-launcher-changed",
+]
+
+SKIP_CODES: tuple[SkipCode, ...] = get_args(SkipCode)
+
+SKIP_MESSAGES: dict[SkipCode, str] = {
+    "launcher-not-found": "launcher script not found",
+    "argv-not-normalisable": "served argv not normalisable",
+    "launcher-not-evaluable": "launcher could not be evaluated",
+    "no-vllm-engine": "launcher serves no vLLM engine (framework {framework})",
+    "multinode-without-config-file": (
+        "multinode point without CONFIG_FILE (framework {framework})"
+    ),
+    "recipe-not-in-tree": (
+        "srt-slurm recipe not in the InferenceX tree (upstream srt-slurm recipe)"
+    ),
+    "recipe-not-vllm": "srt-slurm recipe is not a vLLM recipe",
+    "recipe-unreadable": "srt-slurm recipe unreadable",
+    "archived-launcher-changed": (
+        "archived config entry: its launcher changed after archiving (never swept so)"
+    ),
+}
+
+
+def skip_message(code: SkipCode, framework: str) -> str:
+    """The human message of ``code`` for an entry of ``framework``."""
+    return SKIP_MESSAGES[code].format(framework=framework)
+
+
+def _legacy_pattern(template: str) -> re.Pattern[str]:
+    head, sep, tail = template.partition("{framework}")
+    if not sep:
+        return re.compile(re.escape(head) + r"$")
+    return re.compile(re.escape(head) + r"(?P<framework>.*)" + re.escape(tail) + r"$")
+
+
+_LEGACY = [(code, _legacy_pattern(text)) for code, text in SKIP_MESSAGES.items()]
+
+
+def legacy_code(message: str) -> tuple[SkipCode, str]:
+    """The code and framework of a skip message written before codes existed.
+
+    Raises ValueError for a message no code ever produced.
+    """
+    for code, pattern in _LEGACY:
+        match = pattern.match(message)
+        if match:
+            return code, match.groupdict().get("framework") or ""
+    raise ValueError(f"unknown skip reason {message!r}")
+
+
+class SkipCount(BaseModel):
+    """How many points of ``framework`` were skipped for ``code``, and in which keys."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    code: SkipCode
+    framework: str
+    count: int
+    #: Config keys with a point skipped so (sorted; empty in legacy summaries).
+    keys: list[str]
+    #: :func:`skip_message` of ``code`` (recomputed on load, never trusted).
+    message: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _with_message(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("code") in SKIP_CODES:
+            data = {**data, "message": skip_message(data["code"], str(data.get("framework", "")))}
+        return data
+
+
+def legacy_skips(value: Any) -> Any:
+    """``skipped`` as a list of :class:`SkipCount` data, converting the old message dict."""
+    if not isinstance(value, dict):
+        return value
+    result = []
+    for message, count in value.items():
+        code, framework = legacy_code(str(message))
+        result.append({"code": code, "framework": framework, "count": count, "keys": []})
+    return result
