@@ -224,10 +224,13 @@ class Ledger:
     def entry_paths(self) -> list[Path]:
         if not self.prs_dir.is_dir():
             return []
+        # Every entry name, whatever it is: reading one that is not a readable regular
+        # file (a symlink loop, a dangling symlink, a directory, a FIFO, no permission)
+        # is an error naming it, never a silently smaller ledger.
         return sorted(
             p
             for p in self.prs_dir.iterdir()
-            if p.suffix in (".yaml", ".yml") and not p.name.startswith(".") and p.is_file()
+            if p.suffix in (".yaml", ".yml") and not p.name.startswith(".")
         )
 
     def load_entry_file(self, path: Path) -> LedgerEntry:
@@ -256,7 +259,7 @@ class Ledger:
 
     def entry(self, pr: PrRef) -> LedgerEntry | None:
         path = self.path_of(pr)
-        if not path.is_file():
+        if not _present(path):
             return None
         return self.load_entry_file(path)
 
@@ -274,7 +277,7 @@ class Ledger:
     def declarations(self) -> Declarations:
         """The declarations file, or no declarations when it does not exist."""
         path = self.declarations_path
-        if not path.exists():
+        if not _present(path):
             return Declarations()
         return load_declarations(path)
 
@@ -289,7 +292,7 @@ class Ledger:
     def manifest(self) -> LedgerManifest | None:
         """The manifest, or None for a ledger written before manifests existed."""
         path = self.manifest_path
-        if not path.exists():
+        if not _present(path):
             return None
         loaded = load_yaml(path)
         _check_schema(loaded, MANIFEST_SCHEMA, "manifest")
@@ -298,6 +301,11 @@ class Ledger:
     def write_manifest(self, manifest: LedgerManifest) -> bool:
         """Write the manifest atomically (hold ``writer_lock``); False when unchanged."""
         return _write_if_changed(self.manifest_path, render_manifest(manifest))
+
+
+def _present(path: Path) -> bool:
+    """Whether a ledger file is there to read: a symlink that leads nowhere counts."""
+    return path.exists() or path.is_symlink()
 
 
 def ledger_identity(root: Path) -> LedgerIdentity:

@@ -444,6 +444,7 @@ def verify(
     # but never a false dangling reference.
     entries = [(path, ledger.load_entry_file(path)) for path in ledger.entry_paths()]
     declarations = ledger.declarations()
+    ledger.manifest()  # read for its errors: an unreadable or malformed manifest fails too
     _check_store(store, found)
     orphans = _check_references(entries, store, found)
 

@@ -276,6 +276,47 @@ def check_recipe_spec(spec: RecipeFile, loaded: LoadedYaml) -> None:
     """The site's build-time rules beyond the schema; the first broken one is an InputError."""
     for key_path, message in _feature_mode_problems(spec):
         raise InputError(message, location=loaded.location(key_path))
+    for key_path, args in _feature_arg_lists(spec):
+        if (problem := _arg_list_problem(args)) is not None:
+            index, message = problem
+            where = key_path if index is None else (*key_path, index)
+            raise InputError(message, location=loaded.location(where))
+
+
+def _feature_arg_lists(spec: RecipeFile) -> Iterator[tuple[tuple[str | int, ...], list[str]]]:
+    """Every ``args`` list of a feature and of its modes and hardware overrides."""
+    for name, feature in (spec.features or {}).items():
+        here: tuple[str | int, ...] = ("features", name)
+        holders: list[tuple[tuple[str | int, ...], object]] = [(here, feature)]
+        holders += [((*here, "modes", m), mode) for m, mode in (feature.modes or {}).items()]
+        for holder_path, holder in list(holders):
+            overrides = getattr(holder, "hardware_overrides", None) or {}
+            holders += [
+                ((*holder_path, "hardware_overrides", hw), o) for hw, o in overrides.items()
+            ]
+        for holder_path, holder in holders:
+            args = getattr(holder, "args", None)
+            if args:
+                yield (*holder_path, "args"), args
+
+
+def _arg_list_problem(args: list[str]) -> tuple[int | None, str] | None:
+    """Why a feature's args cannot join a ``vllm serve`` command: a stray positional value
+    (vLLM takes one, the model, which a feature never gives) or a malformed option."""
+    from provenance.errors import ProvenanceError
+    from provenance.normalise.canonical import normalise_argv
+
+    try:
+        command = normalise_argv(["vllm", "serve", *args])
+    except ProvenanceError as exc:
+        return None, getattr(exc, "message", str(exc))
+    if command.model is None or any(a.split("=", 1)[0] == "--model" for a in args):
+        return None
+    index = args.index(command.model) if command.model in args else None
+    return index, (
+        f"unexpected positional value {command.model!r} in a feature's args "
+        "(vllm serve takes one positional argument, the model)"
+    )
 
 
 def load_recipe(root: RecipesRoot, ref: str | Path) -> Recipe:
