@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,12 +17,29 @@ from provenance.evidence.inferencex.ingest import Progress
 from provenance.ingest.inferencex import IngestOptions, ingest_inferencex, render_report
 from provenance.store.paths import CACHE_ENV, default_cache_dir
 
+#: Seconds between two plain progress lines (stderr not a terminal).
+PLAIN_PROGRESS_EVERY = 10.0
+
+
+def _plain_progress() -> Progress:
+    """A line on stderr every PLAIN_PROGRESS_EVERY seconds (a quick ingest prints none)."""
+    last = [time.monotonic()]
+
+    def update(done: int, total: int, what: str) -> None:
+        now = time.monotonic()
+        if now - last[0] < PLAIN_PROGRESS_EVERY:
+            return
+        last[0] = now
+        click.echo(f"ingest: {done}/{total} {terminal(what)}", err=True)
+
+    return update
+
 
 @contextmanager
-def _progress_bar(enabled: bool) -> Iterator[Progress | None]:
-    """A rich progress bar on stderr when it is a terminal; otherwise nothing."""
-    if not enabled:
-        yield None
+def _progress_bar(terminal_attached: bool) -> Iterator[Progress | None]:
+    """A rich progress bar on stderr when it is a terminal; otherwise plain periodic lines."""
+    if not terminal_attached:
+        yield _plain_progress()
         return
     from rich.console import Console
     from rich.markup import escape
@@ -29,7 +47,7 @@ def _progress_bar(enabled: bool) -> Iterator[Progress | None]:
     from rich.progress import Progress as Bar
 
     with Bar(
-        TextColumn("points"),
+        TextColumn("extracting"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.description}"),
@@ -71,6 +89,24 @@ def _run(options: IngestOptions, output_format: str, show_progress: bool) -> Cal
     metavar="N",
     help="Ingest PR N at its merge commit (found on REV's first-parent history); repeatable.",
 )
+@click.option(
+    "--vllm-history",
+    is_flag=True,
+    help="Ingest every merge on REV's first-parent history whose diff changed vLLM evidence "
+    "(planned from git alone), each at its merge commit; records the revision in the manifest.",
+)
+@click.option(
+    "--since-ledger",
+    is_flag=True,
+    help="Like --vllm-history, but only the merges newer than the InferenceX revision "
+    "in the ledger's manifest.yaml.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Extraction processes for several commits  [default: one per core]",
+)
 @ledger_dir_option
 @evidence_dir_option("evidence")
 @click.option(
@@ -99,6 +135,9 @@ def inferencex(
     model_prefix: str | None,
     keys: str | None,
     prs: tuple[int, ...],
+    vllm_history: bool,
+    since_ledger: bool,
+    jobs: int | None,
     ledger: Path,
     evidence: Path,
     cache_dir: Path,
@@ -114,7 +153,9 @@ def inferencex(
 
     Each commit's extraction is kept in a local cache keyed by the commit, the
     filters, the PR and the extractor's source, so a re-run reuses it instead
-    of extracting again (``--no-cache`` to bypass it).
+    of extracting again (``--no-cache`` to bypass it). A killed run resumes
+    from there. Progress goes to stderr: a bar on a terminal, else a line every
+    few seconds.
     """
     options = IngestOptions(
         repo=path,
@@ -122,6 +163,9 @@ def inferencex(
         model_prefix=model_prefix,
         keys=keys,
         prs=prs,
+        vllm_history=vllm_history,
+        since_ledger=since_ledger,
+        jobs=jobs,
         ledger=ledger,
         evidence=evidence,
         cache_dir=None if no_cache else cache_dir,

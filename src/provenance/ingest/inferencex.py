@@ -8,12 +8,19 @@ second run over the same input writes nothing.
 
 from __future__ import annotations
 
+import datetime as dt
+import os
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from provenance import __version__
+from provenance.errors import UsageError
 from provenance.escaping import terminal
 from provenance.evidence.inferencex.ingest import IngestSummary, Progress, extract
+from provenance.evidence.inferencex.plan import PlannedMerge, plan_vllm_merges
+from provenance.model.ledger import LedgerManifest, SourceRevision
+from provenance.sources.git import is_ancestor, open_repo, resolve_commit
 from provenance.store.evidence import EvidenceStore
 from provenance.store.extraction_cache import ExtractionCache
 from provenance.store.ledger import Ledger
@@ -38,6 +45,12 @@ class IngestOptions(BaseModel):
     lock_timeout: float = 10.0
     #: Extraction cache directory (``cache.py``); None: extract every commit again.
     cache_dir: Path | None = None
+    #: every merge of REV's first-parent line that changed vLLM evidence (``plan.py``)
+    vllm_history: bool = False
+    #: only the planned merges newer than the ledger manifest's InferenceX revision
+    since_ledger: bool = False
+    #: extraction processes (None: one per core)
+    jobs: int | None = None
 
 
 class IngestReport(BaseModel):
@@ -53,45 +66,113 @@ class IngestReport(BaseModel):
     #: Commits whose extraction came from the extraction cache / was run (None: no cache).
     extractions_cached: int | None = None
     extractions_run: int | None = None
+    #: planned merges (``--vllm-history`` / ``--since-ledger``; None: no plan)
+    planned: int | None = None
+    #: planned merges skipped because their subject names no PR (``(#N)``)
+    planned_without_pr: list[str] = Field(default_factory=list)
+    #: the ledger manifest's InferenceX revision before / after (plan modes)
+    since_revision: str | None = None
+    manifest_written: bool = False
+
+
+def _plan(options: IngestOptions, report: IngestReport) -> tuple[list[int], SourceRevision]:
+    """The PRs to ingest (oldest first) and the revision the ledger will then be at."""
+    repo = open_repo(options.repo)
+    tip = resolve_commit(repo, options.rev)
+    since = None
+    if options.since_ledger:
+        manifest = Ledger(options.ledger).manifest()
+        if manifest is None:
+            raise UsageError(
+                f"{options.ledger}: no manifest.yaml, so no InferenceX revision to start from; "
+                "ingest with --vllm-history first"
+            )
+        since = manifest.inferencex.revision
+        if not is_ancestor(repo, since, tip.hexsha):
+            raise UsageError(
+                f"the ledger's InferenceX revision {since[:12]} is not an ancestor of "
+                f"{options.rev} in {options.repo}"
+            )
+        report.since_revision = since
+    merges: list[PlannedMerge] = plan_vllm_merges(repo, tip.hexsha, since)
+    report.planned = len(merges)
+    report.planned_without_pr = [m.sha for m in merges if m.pr is None]
+    prs = list(dict.fromkeys(m.pr for m in merges if m.pr is not None))
+    date = dt.datetime.fromtimestamp(tip.committed_date, tz=dt.UTC).date()
+    return prs, SourceRevision(revision=tip.hexsha, date=date)
+
+
+def _manifest(ledger: Ledger, revision: SourceRevision, prefix: str | None) -> LedgerManifest:
+    old = ledger.manifest()
+    prefixes: tuple[str, ...] = ()
+    if prefix is not None:  # no prefix: every model (an empty list)
+        prefixes = tuple(sorted({*(old.model_prefixes if old else ()), prefix}))
+    return LedgerManifest(
+        inferencex=revision, model_prefixes=prefixes, generated_by=f"provenance {__version__}"
+    )
 
 
 def ingest_inferencex(options: IngestOptions, progress: Progress | None = None) -> IngestReport:
     """Extract, then store records and merge PR entries (records first, under the lock)."""
+    planning = options.vllm_history or options.since_ledger
+    if planning and options.prs:
+        raise UsageError("--pr cannot be combined with --vllm-history or --since-ledger")
+    report = IngestReport(summary=IngestSummary())
+    prs, revision = _plan(options, report) if planning else (list(options.prs), None)
     cache = ExtractionCache(options.cache_dir) if options.cache_dir is not None else None
-    result = extract(
-        options.repo,
-        options.rev,
-        options.model_prefix,
-        options.keys,
-        list(options.prs),
-        progress=progress,
-        cache=cache,
-    )
-    report = IngestReport(summary=result.summary)
+    if planning and not prs:
+        result = None  # nothing new: only the manifest may change
+    else:
+        result = extract(
+            options.repo,
+            options.rev,
+            options.model_prefix,
+            options.keys,
+            prs,
+            progress=progress,
+            cache=cache,
+            jobs=options.jobs or os.cpu_count() or 1,
+        )
+        report.summary = result.summary
     if cache is not None:
         report.extractions_cached = cache.hits
         report.extractions_run = cache.misses
     store = EvidenceStore(options.evidence)
     ledger = Ledger(options.ledger)
     with writer_lock(options.ledger, timeout=options.lock_timeout):
-        for record in result.records:
+        for record in result.records if result else ():
             _, written = store.put(record)
             if written:
                 report.records_written += 1
             else:
                 report.records_unchanged += 1
-        for entry in result.entries:
+        for entry in result.entries if result else ():
             if ledger.merge_entry(entry):
                 report.entries_written.append(entry.pr.number)
             else:
                 report.entries_unchanged.append(entry.pr.number)
+        if revision is not None:  # last: the ledger is at ``revision`` once all is written
+            report.manifest_written = ledger.write_manifest(
+                _manifest(ledger, revision, options.model_prefix)
+            )
     return report
 
 
 def render_report(report: IngestReport) -> str:
     """Human summary of an ingest: what was read, written, partial and why."""
     s = report.summary
-    lines = [
+    lines = []
+    if report.planned is not None:
+        since = f" after {report.since_revision[:12]}" if report.since_revision else ""
+        lines.append(
+            f"planned: {report.planned} merge(s){since} changed vLLM evidence"
+            + (
+                f" ({len(report.planned_without_pr)} without (#N), skipped)"
+                if report.planned_without_pr
+                else ""
+            )
+        )
+    lines += [
         f"commits: {', '.join(c[:12] for c in s.commits) or '-'}",
         f"files read: {s.files_read}; config keys: {s.config_keys}; points: {s.points}",
         f"records: {s.records} ({report.records_written} new, {report.records_unchanged} "
@@ -112,6 +193,8 @@ def render_report(report: IngestReport) -> str:
         lines.append(
             f"records without a PR (last changed by a commit without (#N)): {s.unlinked_records}"
         )
+    if report.planned is not None:
+        lines.append(f"manifest: {'written' if report.manifest_written else 'unchanged'}")
     for item in s.skipped:
         lines.append(
             f"skipped {item.count} point(s) [{item.code}]: {terminal(item.message)}"

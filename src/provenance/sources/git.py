@@ -336,3 +336,24 @@ def tree_entry(repo: git.Repo, root: GitObject, path: str) -> GitObject | None:
         child_path = f"{current.path}/{name}" if current.path else name
         current = kind(repo, sha, mode, child_path)
     return current
+
+
+def tree_blobs(repo: git.Repo, rev: str, paths: Iterable[str]) -> dict[str, str]:
+    """``path → blob sha`` of every file under ``paths`` at ``rev`` (``git ls-tree -r``)."""
+    out = repo.git.ls_tree("-r", "-z", rev, "--", *sorted(set(paths)))
+    blobs = {}
+    for item in out.split("\0"):
+        meta, _, path = item.partition("\t")
+        parts = meta.split(" ")
+        if len(parts) == 3 and parts[1] == "blob":
+            blobs[path] = parts[2]
+    return blobs
+
+
+def is_ancestor(repo: git.Repo, ancestor: str, rev: str) -> bool:
+    """Whether ``ancestor`` is ``rev`` or one of its ancestors."""
+    try:
+        repo.git.merge_base("--is-ancestor", ancestor, rev)
+    except git.GitCommandError:
+        return False
+    return True

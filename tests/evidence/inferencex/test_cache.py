@@ -49,7 +49,7 @@ def _options(repo: RepoBuilder, out: Path, cache: Path | None, **extra: Any) -> 
         ledger=out / "ledger",
         evidence=out / "evidence",
         cache_dir=cache,
-        **extra,
+        **({"jobs": 1} | extra),  # in process: the ``extractions`` seam sees every call
     )
 
 
@@ -273,10 +273,10 @@ def test_an_unwritable_cache_costs_only_the_cache(history: RepoBuilder, tmp_path
 def _cli(repo: RepoBuilder, out: Path, *extra: str) -> str:
     """``ingest inferencex`` of PRs #1 and #4 into ``out``."""
     dirs = ["--ledger", str(out / "ledger"), "--evidence", str(out / "evidence")]
-    prs = ["--pr", "1", "--pr", "4"]
+    prs = ["--pr", "1", "--pr", "4", "--jobs", "1"]  # in process: the seam sees every call
     result = CliRunner().invoke(cli, ["ingest", "inferencex", str(repo.root), *dirs, *prs, *extra])
     assert result.exit_code == 0, result.output
-    return result.output
+    return result.stdout  # progress lines go to stderr
 
 
 def test_cli_no_cache_and_cache_dir(

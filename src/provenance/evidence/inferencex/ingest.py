@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from collections.abc import Callable, Iterable
+import multiprocessing
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -766,6 +768,113 @@ def _cached_or_extract(
     return records, entries, summary
 
 
+@dataclass
+class _Worker:
+    """One process's repository, first-parent line and extraction cache."""
+
+    repo_path: Path
+    repo: Repo
+    shared: _Shared
+    cache_root: Path | None
+
+
+_WORKER: list[_Worker] = []  # the pool worker's state (set by :func:`_start_worker`)
+
+
+def _open_worker(repo_path: Path, rev: str, cache_root: Path | None) -> _Worker:
+    repo = open_repo(repo_path)
+    tip = resolve_commit(repo, rev)
+    # one history walk for every commit this process extracts
+    return _Worker(repo_path, repo, _Shared(Lineage.of(repo, tip.hexsha)), cache_root)
+
+
+def _start_worker(repo_path: Path, rev: str, cache_root: Path | None) -> None:
+    _WORKER[:] = [_open_worker(repo_path, rev, cache_root)]
+
+
+@dataclass
+class _CommitResult:
+    records: list[EvidenceRecord]
+    entries: list[LedgerEntry]
+    summary: IngestSummary
+    cache_hits: int = 0
+    cache_misses: int = 0
+    cache_warnings: list[str] = field(default_factory=list)
+
+
+def _extract_target(
+    worker: _Worker,
+    sha: str,
+    number: int | None,
+    model_prefix: str | None,
+    keys: str | None,
+    progress: Progress | None,
+) -> _CommitResult:
+    cache = ExtractionCache(worker.cache_root) if worker.cache_root is not None else None
+    records, entries, summary = _cached_or_extract(
+        worker.repo,
+        worker.repo.commit(sha),
+        model_prefix,
+        keys,
+        number,
+        progress,
+        cache,
+        worker.shared,
+    )
+    if cache is None:
+        return _CommitResult(records, entries, summary)
+    return _CommitResult(records, entries, summary, cache.hits, cache.misses, cache.warnings)
+
+
+def _pooled_target(
+    sha: str, number: int | None, model_prefix: str | None, keys: str | None
+) -> _CommitResult:
+    return _extract_target(_WORKER[0], sha, number, model_prefix, keys, None)
+
+
+def _results(
+    worker: _Worker,
+    targets: list[tuple[str, int | None]],
+    model_prefix: str | None,
+    keys: str | None,
+    jobs: int,
+    progress: Progress | None,
+) -> Iterator[_CommitResult]:
+    """Each target's extraction, in ``targets`` order whatever order the workers finish in.
+
+    One target: in this process, with point-by-point progress. Several: a pool of
+    ``jobs`` processes, progress counting commits.
+    """
+    if len(targets) == 1 or jobs <= 1:
+        for done, (sha, number) in enumerate(targets, start=1):
+            point_progress = progress if len(targets) == 1 else None
+            yield _extract_target(worker, sha, number, model_prefix, keys, point_progress)
+            if progress is not None and len(targets) > 1:
+                progress(done, len(targets), _target_label(sha, number))
+        return
+    context = multiprocessing.get_context("spawn")  # no forked git handles
+    init = (worker.repo_path, worker.shared.lineage.tip, worker.cache_root)
+    with ProcessPoolExecutor(
+        jobs, mp_context=context, initializer=_start_worker, initargs=init
+    ) as pool:
+        futures = {
+            pool.submit(_pooled_target, sha, number, model_prefix, keys): index
+            for index, (sha, number) in enumerate(targets)
+        }
+        finished: dict[int, _CommitResult] = {}
+        for done, future in enumerate(as_completed(futures), start=1):
+            index = futures[future]
+            finished[index] = future.result()
+            if progress is not None:
+                progress(done, len(targets), _target_label(*targets[index]))
+        for index in range(len(targets)):
+            yield finished[index]
+
+
+def _target_label(sha: str, number: int | None) -> str:
+    return f"#{number} {sha[:12]}" if number is not None else sha[:12]
+
+
 def extract(
     repo_path: Path,
     rev: str,
@@ -775,32 +884,34 @@ def extract(
     *,
     progress: Progress | None = None,
     cache: ExtractionCache | None = None,
+    jobs: int = 1,
 ) -> IngestResult:
     """Evidence records and PR ledger entries of an InferenceX repository (see module doc).
 
     With ``cache``, each commit's extraction is looked up there first and stored
     there after (see :mod:`provenance.store.extraction_cache`); the result is
-    the same either way.
+    the same either way. With several ``prs`` and ``jobs`` > 1 the commits are
+    extracted by a pool of ``jobs`` processes; the result does not depend on it.
+    A killed run loses only the commits in flight: the others are in the cache.
     """
-    repo = open_repo(repo_path)
-    tip = resolve_commit(repo, rev)
+    worker = _open_worker(repo_path, rev, cache.root if cache is not None else None)
     summary = IngestSummary()
     records: dict[str, EvidenceRecord] = {}
     entries: dict[int, LedgerEntry] = {}
-    shared = _Shared(Lineage.of(repo, tip.hexsha))  # one history walk for every commit
-    targets: list[tuple[Commit, int | None]]
+    targets: list[tuple[str, int | None]]
     if prs:
-        history = shared.lineage.history
-        targets = [(repo.commit(require_pr_commit(history, n, rev).sha), n) for n in prs]
+        history = worker.shared.lineage.history
+        targets = [(require_pr_commit(history, n, rev).sha, n) for n in prs]
     else:
-        targets = [(tip, None)]
-    for commit, number in targets:
-        found, made, part = _cached_or_extract(
-            repo, commit, model_prefix, keys, number, progress, cache, shared
-        )
-        summary.absorb(part)
-        records.update((r.id, r) for r in found)
-        entries.update((e.pr.number, e) for e in made)
+        targets = [(worker.shared.lineage.tip, None)]
+    for result in _results(worker, targets, model_prefix, keys, jobs, progress):
+        summary.absorb(result.summary)
+        records.update((r.id, r) for r in result.records)
+        entries.update((e.pr.number, e) for e in result.entries)
+        if cache is not None:
+            cache.hits += result.cache_hits
+            cache.misses += result.cache_misses
+            cache.warnings.extend(result.cache_warnings)
     if cache is not None:
         summary.warnings.extend(cache.warnings)
     ordered = [records[k] for k in sorted(records)]
