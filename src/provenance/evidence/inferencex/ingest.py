@@ -52,6 +52,12 @@ from provenance.evidence.inferencex.master import (
     SingleNodePoint,
     load_master_configs,
 )
+from provenance.evidence.inferencex.multinode_launchers import (
+    is_llmd,
+    llmd_recipe_path,
+    llmd_skip,
+    without_config_file_skip,
+)
 from provenance.evidence.inferencex.scripts import (
     ArgvNotNormalisableError,
     ScriptResolution,
@@ -395,10 +401,16 @@ class _Extractor:
         config_file = point.config_file()
         if config_file is None:
             if self._consider(entry.key, ""):
-                self._skip("multinode-without-config-file", entry)
+                self._skip(without_config_file_skip(self.snapshot, entry.framework), entry)
+            return
+        origin = f"{entry.path}:{point.line} ({entry.key})"
+        if is_llmd(entry.framework):
+            path = self.snapshot.safe_path(llmd_recipe_path(config_file), origin=origin)
+            if self._consider(entry.key, path):
+                self._skip(llmd_skip(self.snapshot, path), entry)
             return
         path, selector = recipe_repo_path(config_file, origin=entry.path)
-        path = self.snapshot.safe_path(path, origin=f"{entry.path}:{point.line} ({entry.key})")
+        path = self.snapshot.safe_path(path, origin=origin)
         if not self._consider(entry.key, path):
             return
         recipe = self._recipe(path)

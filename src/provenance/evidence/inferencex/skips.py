@@ -23,6 +23,9 @@ SkipCode = Literal[
     "launcher-not-evaluable",
     "no-vllm-engine",
     "multinode-without-config-file",
+    "amd-disagg-python-eval",
+    "llmd-recipe-not-evaluated",
+    "llmd-recipe-not-in-tree",
     "recipe-not-in-tree",
     "recipe-not-vllm",
     "recipe-unreadable",
@@ -39,6 +42,14 @@ SKIP_MESSAGES: dict[SkipCode, str] = {
     "multinode-without-config-file": (
         "multinode point without CONFIG_FILE (framework {framework})"
     ),
+    "amd-disagg-python-eval": (
+        "AMD vllm-disagg launcher takes its serve flags from models_vllm.yaml through "
+        'eval "$(python3 ...)" (not evaluated statically)'
+    ),
+    "llmd-recipe-not-evaluated": (
+        "llm-d recipe is in the tree but its server.sh composition is not evaluated"
+    ),
+    "llmd-recipe-not-in-tree": "llm-d recipe not in the InferenceX tree",
     "recipe-not-in-tree": (
         "srt-slurm recipe not in the InferenceX tree (upstream srt-slurm recipe)"
     ),
