@@ -40,6 +40,11 @@ def _open_output(path: Path | None) -> TextIO:
 @click.option("--base", default=None, help="Base revision of the PR (with --repo).")
 @click.option("--head", default=None, help="Head revision of the PR (with --repo).")
 @click.option(
+    "--staged",
+    is_flag=True,
+    help="Audit what the staged change alters: base HEAD, head the index (pre-commit).",
+)
+@click.option(
     "--github-pr",
     default=None,
     metavar="OWNER/REPO#N",
@@ -70,6 +75,7 @@ def audit(
     repo: Path | None,
     base: str | None,
     head: str | None,
+    staged: bool,
     github_pr: str | None,
     comment: bool,
     token_env: str,
@@ -91,6 +97,9 @@ def audit(
         filters = audit_filters(variants, hardware, strategies, features, pd_nodes, pd_pairing, kv)
         if comment and not github_pr:
             raise UsageError("--comment needs --github-pr OWNER/REPO#N")
+        nonlocal repo, base, head
+        if staged:
+            repo, base, head = _staged_revisions(repo, base, head)
         if repo is not None or base or head:
             return _pr_audit(
                 repo,
@@ -134,6 +143,23 @@ def audit(
         return EXIT_OK
 
     run(action)
+
+
+def _staged_revisions(
+    repo: Path | None, base: str | None, head: str | None
+) -> tuple[Path, str, str]:
+    """``--staged``: the repository around the current directory (or ``--repo``), base
+    ``HEAD``, head a commit of the index (staged blobs read through git, never the work
+    tree)."""
+    from provenance.sources.git import open_repo, staged_commit
+    from provenance.store.embedded import git_toplevel
+
+    if base or head:
+        raise UsageError("--staged compares HEAD with the index: leave out --base and --head")
+    where = repo or git_toplevel(Path.cwd())
+    if where is None:
+        raise UsageError("--staged: not inside a git work tree")
+    return where, "HEAD", staged_commit(open_repo(where))
 
 
 def _pr_audit(

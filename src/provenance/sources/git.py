@@ -357,3 +357,27 @@ def is_ancestor(repo: git.Repo, ancestor: str, rev: str) -> bool:
     except git.GitCommandError:
         return False
     return True
+
+
+#: who the throwaway commit of the index is by (it is never referenced by any branch)
+_STAGED_IDENTITY = {
+    "GIT_AUTHOR_NAME": "provenance",
+    "GIT_AUTHOR_EMAIL": "provenance@localhost",
+    "GIT_COMMITTER_NAME": "provenance",
+    "GIT_COMMITTER_EMAIL": "provenance@localhost",
+}
+
+
+def staged_commit(repo: git.Repo) -> str:
+    """A commit whose tree is the index (what ``git commit`` would record now) and whose
+    parent is ``HEAD``: the head of a pre-commit audit. Only objects are written (the tree
+    and a commit no ref points at, as ``git stash`` does); the work tree, the index and
+    every ref stay as they are. UsageError when there is no ``HEAD`` yet."""
+    try:
+        parent = repo.git.rev_parse("--verify", "--quiet", "HEAD^{commit}")
+    except git.GitCommandError:
+        raise UsageError(f"{repo.working_dir}: no HEAD commit to compare the index with") from None
+    tree = repo.git.write_tree()
+    with repo.git.custom_environment(**_STAGED_IDENTITY):
+        sha: str = repo.git.commit_tree(tree, "-p", parent, "-m", "provenance: the index")
+    return sha
