@@ -263,7 +263,7 @@ def test_reduction_keeps_feature_args_whose_boundaries_could_move(edge_root: Pat
     from provenance.audit.judge import Judge
     from provenance.audit.tally import Tally
     from provenance.audit.walks.cells import CellWalk
-    from provenance.recipes.render.synthesis import RenderedPart
+    from provenance.recipes.render.argv import RenderedPart
 
     root = load_recipes_root(edge_root)
     normaliser = PolicyNormaliser()

@@ -10,18 +10,15 @@ from pydantic import TypeAdapter
 from provenance.model.combination import PdPool, PdSelection, Selection
 from provenance.recipes.enumerate.selections import EnumerationOptions, enumerate_selections
 from provenance.recipes.load.loader import RecipesRoot, load_recipe
-from provenance.recipes.render.records import RecordDigester, combination_record, record_digest
-from provenance.recipes.render.synthesis import (
+from provenance.recipes.render.argv import (
     RenderedPart,
-    Renderer,
     dedupe_args,
     join_units,
     parse_units,
-    render,
-    render_role,
-    role_inputs,
     shell_quote,
 )
+from provenance.recipes.render.records import RecordDigester, combination_record, record_digest
+from provenance.recipes.render.synthesis import Renderer, render, render_role, role_inputs
 
 TOKENS = st.sampled_from(["--a", "--b", "-c", "--a=1", "x", "1", "-1", "{}", "--b"])
 

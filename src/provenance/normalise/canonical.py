@@ -31,6 +31,14 @@ The rules (see ``docs/flags.md`` for the full list with examples):
 
 Parsing is strict and total: every input either yields a result or raises
 :class:`~provenance.errors.InputError` that names the offending token or key.
+
+Why one module (about 1,100 lines): it is one concept, vLLM's argument grammar and
+its inverse. The argv and mapping parsers share the tables (short options, boolean
+and multi-value flags, defaults), the value rules and the occurrence resolver;
+rendering (:func:`render_argv`, :func:`render_env`) is their inverse, proven by the
+round trip in ``tests/flags/test_normalise_properties.py``. Split by section, every
+table and helper below would become public API between modules that no one else
+may call.
 """
 
 from __future__ import annotations

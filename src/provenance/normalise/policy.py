@@ -26,6 +26,13 @@ inert for a role or next to another flag (:mod:`provenance.normalise.context`,
 ``[context.<id>]``); *compared defaults* give vLLM's value of a key a command leaves
 unset, so that an explicit ``--tensor-parallel-size 1`` against evidence at 8 reads
 as the value mismatch it is (:data:`COMPARED_DEFAULTS`).
+
+Why one module (about 780 lines): most of it is data, the default rule table with
+the basis of every rule (about 200 lines), kept beside the :class:`Policy` that
+applies it; the rest reads the user's override tables into the same
+:class:`PolicyRule`/:class:`~provenance.normalise.aliases.AliasRule`/
+:class:`~provenance.normalise.context.ContextRule` values, with the same
+canonical-pattern rules the defaults are written in.
 """
 
 from __future__ import annotations

@@ -64,12 +64,10 @@ from provenance.recipes.enumerate.selections import (
     enumerate_selections,
 )
 from provenance.recipes.load.loader import Recipe, RecipesRoot
+from provenance.recipes.render.argv import RenderedPart, dedupe_unit_list, join_units
 from provenance.recipes.render.synthesis import (
-    RenderedPart,
     Renderer,
     RoleInputs,
-    dedupe_unit_list,
-    join_units,
     model_id_of,
     pool_role_inputs,
     render_omni,

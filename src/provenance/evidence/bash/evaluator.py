@@ -33,6 +33,15 @@ is otherwise replaced by the facts in :mod:`.benchmark_lib`.
 Bounded: a step budget, an iteration cap, a call-depth cap and a cap on the
 size of any value; exceeding one raises :class:`~provenance.errors.InputError`
 naming the file and line.
+
+Why one module (about 2,700 lines): it is one tree walk over one symbolic shell
+state. Every node handler reads and writes the same state (variables, functions,
+positional parameters, budget, holes) and calls back into the walk for its
+children, so a split by construct would pass that state across modules as a
+public interface that exists only for this walk. What does not need the state is
+already a module of its own: values (:mod:`.values`), arithmetic (:mod:`.arith`),
+glob patterns (:mod:`.patterns`), the parser binding (:mod:`.syntax`) and the
+benchmark library's facts (:mod:`.benchmark_lib`).
 """
 
 from __future__ import annotations

@@ -6,6 +6,13 @@ rules): variant × hardware × (strategy, node count) or PD pool pair × KV
 offload choice × feature subset × mode of each enabled modes-feature.
 Free-form numbers are sampled the way the oracle samples them (PD pool sizes
 from ``pd_nodes``, Mooncake instance counts from ``kv_instances``).
+
+Why one module (about 720 lines): one concept, the builder's selection rules.
+``_Builder`` restates the site's component (which choices the UI offers for a
+recipe); the selection-by-selection enumeration and the cells the factored audit
+walks (:func:`enumerate_cells`) are two orders over those same rules, and
+``tests/audit/test_factored.py`` proves them equal, which is easiest to review
+with both in one file.
 """
 
 from __future__ import annotations
