@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -15,6 +17,8 @@ from provenance.audit.pipeline import AuditFilters
 from provenance.audit.verdicts import AuditReport
 from provenance.errors import InputError
 from provenance.model.combination import Selection
+from provenance.model.reasons import ReasonCode
+from provenance.review.diff import DiffReport
 from provenance.review.pr_audit import PrAuditRequest, run_pr_audit
 
 HISTORY = REPO_ROOT.parent / "shared" / "corpus" / "recipes-history" / "MiniMax-M3"
@@ -52,6 +56,20 @@ def _ledger(tmp_path: Path, declarations: list[dict[str, object]] | None = None)
 
 
 FILTERS = AuditFilters(variants=("mxfp8",), hardware=("b200", "h200"), features="none")
+#: the project's own ledger and evidence store (the embedded ones)
+LEDGER, EVIDENCE = REPO_ROOT / "ledger", REPO_ROOT / "evidence"
+
+
+def _embedded_ledger_with(tmp_path: Path, declarations: list[dict[str, object]]) -> Path:
+    """A copy of the project's ledger with these declarations."""
+    ledger = tmp_path / "ledger"
+    shutil.copytree(LEDGER, ledger)
+    (ledger / "declarations.yaml").write_text(
+        yaml.safe_dump(
+            {"schema": "provenance.ledger.declarations/v1", "declarations": declarations}
+        )
+    )
+    return ledger
 
 
 def test_added_flag_is_listed_everywhere_it_newly_appears(tmp_path: Path) -> None:
@@ -60,14 +78,13 @@ def test_added_flag_is_listed_everywhere_it_newly_appears(tmp_path: Path) -> Non
     base = _commit(repo, "base")
     shutil.copy(EMBEDDED / MODEL, work_tree(repo) / MODEL)
     head = _commit(repo, "add the FP8 indexer cache to mxfp8")
-    ledger = _ledger(tmp_path)
     result = run_pr_audit(
         PrAuditRequest(
             repo=work_tree(repo),
             base=base,
             head=head,
-            ledger=ledger,
-            evidence=tmp_path / "evidence",
+            ledger=LEDGER,
+            evidence=EVIDENCE,
             filters=FILTERS,
         )
     )
@@ -98,11 +115,30 @@ def test_added_flag_is_listed_everywhere_it_newly_appears(tmp_path: Path) -> Non
     ]
     assert set(occurrences) == {(sel, role) for sel, roles in after.items() for role in roles}
     assert {sel.hardware for sel, _ in occurrences} == {"b200", "h200"}
-    assert entry.evidenced == 0 and entry.unevidenced == len(occurrences)
-    # The gate blocks: guide-only combinations now carry an unevidenced major flag.
+    assert entry.evidenced + entry.unevidenced == len(occurrences)
+    # The gate blocks where the cell has in-scope evidence and none sets the new flag;
+    # a cell nobody benchmarked (no-evidence before and after) is reported, not blocked.
     assert not diff.gate.passed
-    assert {c.block_reason for c in changes if c.blocking} == {"new-unevidenced-flag"}
-    assert diff.gate.blocking == len(gained)
+    by_cell = {c.selection: c for c in changes}
+    unevidenced = {
+        sel
+        for sel in gained
+        if any(
+            (f.key, f.value) == INDEXER and not f.evidence
+            for e in result.head_report.verdicts
+            if sel in set(e.iter_selections())
+            for r in e.roles
+            for f in r.flags
+        )
+    }
+    blocked = {sel for sel, c in by_cell.items() if c.blocking}
+    unbenchmarked = {sel for sel, c in by_cell.items() if c.unbenchmarked}
+    assert blocked and unbenchmarked and blocked <= unevidenced
+    assert blocked | unbenchmarked <= gained and not blocked & unbenchmarked
+    assert {by_cell[sel].block_reason for sel in blocked} == {"new-unevidenced-flag"}
+    for sel in unbenchmarked:
+        assert {r.code for r in by_cell[sel].reasons} == {ReasonCode.NO_EVIDENCE}
+    assert diff.gate.blocking == len(blocked) and diff.gate.unbenchmarked == len(unbenchmarked)
 
 
 def _roles_with(report: AuditReport) -> dict[Selection, set[str]]:
@@ -127,17 +163,52 @@ def test_declaration_lets_the_gate_pass_knowingly(tmp_path: Path) -> None:
         "reason": "FP8 indexer cache on MXFP8 is benchmarked on Blackwell only",
         "date": "2026-07-27",
     }
-    ledger = _ledger(tmp_path, [declaration])
+    ledger = _embedded_ledger_with(tmp_path, [declaration])
     request = PrAuditRequest(
         repo=work_tree(repo),
         base=base,
         head=head,
         ledger=ledger,
-        evidence=tmp_path / "evidence",
+        evidence=EVIDENCE,
         filters=FILTERS,
     )
     diff = run_pr_audit(request).diff
     assert diff.gate.passed and diff.gate.declared > 0
+
+
+def test_declarations_in_the_audited_repository_count_like_the_ledgers(tmp_path: Path) -> None:
+    """A contributor acknowledges guide-only combinations in the PR itself, in
+    ``provenance-declarations.yaml`` at the recipes root, without touching the ledger."""
+    repo = _init(tmp_path)
+    _without_mxfp8_indexer(work_tree(repo) / MODEL)
+    base = _commit(repo, "base")
+    shutil.copy(EMBEDDED / MODEL, work_tree(repo) / MODEL)
+    request = PrAuditRequest(
+        repo=work_tree(repo), base=base, head=_commit(repo, "head"),
+        ledger=LEDGER, evidence=EVIDENCE, filters=FILTERS,
+    )  # fmt: skip
+    assert not run_pr_audit(request).diff.gate.passed
+    (work_tree(repo) / "provenance-declarations.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "schema": "provenance.ledger.declarations/v1",
+                "declarations": [
+                    {
+                        "id": "mxfp8-indexer-in-pr",
+                        "match": {"variant": "mxfp8"},
+                        "reason": "benchmarked on Blackwell only",
+                        "date": "2026-07-27",
+                    }
+                ],
+            }
+        )
+    )
+    head = _commit(repo, "head, with the acknowledgement")
+    diff = run_pr_audit(request.model_copy(update={"head": head})).diff
+    assert diff.gate.passed and diff.gate.declared > 0
+    assert {c.declared_by for c in diff.changes if c.head_verdict == "guide-only"} == {
+        "mxfp8-indexer-in-pr"
+    }
 
 
 def test_shared_file_change_audits_every_recipe_and_bad_yaml_names_the_revision(
@@ -162,8 +233,9 @@ def test_shared_file_change_audits_every_recipe_and_bad_yaml_names_the_revision(
     assert text.startswith(f"{head[:12]}:taxonomy.yaml:") and "duplicate key" in text
 
 
-@pytest.mark.corpus
-def test_history_replay_pr682_adds_indexer_to_nvfp4_and_mxfp8(tmp_path: Path) -> None:
+def _history_repo(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A recipes repository with one commit per MiniMax-M3 history snapshot: its work
+    tree, and the commit of each recipes PR (by number)."""
     if not HISTORY.is_dir():
         pytest.skip("../shared/corpus is not available")
     repo = _init(tmp_path)
@@ -173,15 +245,49 @@ def test_history_replay_pr682_adds_indexer_to_nvfp4_and_mxfp8(tmp_path: Path) ->
         shutil.copy(version, target)
         pr = version.stem.rsplit("_pr", 1)[1]
         commits[pr] = _commit(repo, f"{version.stem} (#{pr})")
-    ledger = _ledger(tmp_path)
+    return work_tree(repo), commits
+
+
+@pytest.mark.corpus
+def test_history_replay_pr581_changes_only_unbenchmarked_or_backed_cells_and_passes(
+    tmp_path: Path,
+) -> None:
+    """recipes #581 changes 1032 combinations' major flags: 960 in cells no in-scope
+    evidence covers before or after (reported as unbenchmarked), the rest backed."""
+    from click.testing import CliRunner
+
+    from provenance.cli.main import cli
+
+    work, commits = _history_repo(tmp_path)
+    args = [
+        "audit", "--repo", str(work), "--base", commits["580"], "--head", commits["581"],
+        "--ledger", str(LEDGER), "--evidence", str(EVIDENCE),
+    ]  # fmt: skip
+    result = CliRunner().invoke(cli, [*args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    diff = DiffReport.model_validate_json(result.stdout)
+    assert diff.gate.passed and diff.gate.blocking == 0
+    assert 0 < diff.gate.unbenchmarked < diff.summary.flags_changed
+    for group in diff.changes:
+        assert not group.blocking
+        if group.unbenchmarked:
+            assert {r.code for r in group.reasons} == {ReasonCode.NO_EVIDENCE}
+    text = CliRunner().invoke(cli, [*args, "--format", "text"])
+    assert text.exit_code == 0
+    assert f"{diff.gate.unbenchmarked} changed combination(s) unbenchmarked" in text.stdout
+
+
+@pytest.mark.corpus
+def test_history_replay_pr682_adds_indexer_to_nvfp4_and_mxfp8(tmp_path: Path) -> None:
+    work, commits = _history_repo(tmp_path)
     filters = AuditFilters(features="none", hardware=("b200", "mi355x"))
     diff = run_pr_audit(
         PrAuditRequest(
-            repo=work_tree(repo),
+            repo=work,
             base=commits["672"],
             head=commits["682"],
-            ledger=ledger,
-            evidence=tmp_path / "evidence",
+            ledger=LEDGER,
+            evidence=EVIDENCE,
             filters=filters,
         )
     ).diff
@@ -199,21 +305,24 @@ def test_cli_pr_audit_gate_exit_codes_and_formats(tmp_path: Path) -> None:
     from provenance.cli.main import cli
 
     work, base, head = _mxfp8_indexer_pr(tmp_path)
-    ledger = _ledger(tmp_path)
     common = [
         "audit", "--repo", str(work), "--base", base, "--head", head,
-        "--ledger", str(ledger), "--evidence", str(tmp_path / "evidence"),
-        "--variant", "mxfp8", "--hardware", "b200", "--features", "none",
+        "--ledger", str(LEDGER), "--evidence", str(EVIDENCE),
+        "--variant", "mxfp8", "--features", "none",
     ]  # fmt: skip
     runner = CliRunner()
-    result = runner.invoke(cli, [*common, "--format", "markdown"])
+    result = runner.invoke(cli, [*common, "--hardware", "b200,h200", "--format", "markdown"])
     assert result.exit_code == 1, result.output
     assert "**gate: FAIL" in result.output
     assert "`attention_config.indexer_kv_dtype=fp8`" in result.output
-    result = runner.invoke(cli, [*common, "--format", "json"])
+    result = runner.invoke(cli, [*common, "--hardware", "b200,h200", "--format", "json"])
     assert result.exit_code == 1
     assert '"schema":"provenance.diff/v2"' in result.output.replace(" ", "")
-    _ledger(
+    # On B200 the flag is benchmarked where anything is: the rest nobody benchmarked.
+    result = runner.invoke(cli, [*common, "--hardware", "b200", "--format", "text"])
+    assert result.exit_code == 0, result.output
+    assert "gate: PASS" in result.output and "unbenchmarked" in result.output
+    ledger = _embedded_ledger_with(
         tmp_path,
         [
             {
@@ -224,7 +333,9 @@ def test_cli_pr_audit_gate_exit_codes_and_formats(tmp_path: Path) -> None:
             }
         ],
     )
-    result = runner.invoke(cli, [*common, "--format", "text"])
+    args = [*common, "--hardware", "b200,h200", "--format", "text"]
+    args[args.index(str(LEDGER))] = str(ledger)
+    result = runner.invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert "gate: PASS" in result.output
     result = runner.invoke(cli, ["audit", "--repo", str(work), "--base", base])
@@ -244,14 +355,13 @@ def test_cli_pr_audit_sarif_points_at_the_recipe_in_the_repository(tmp_path: Pat
     work, base, head = _mxfp8_indexer_pr(tmp_path)
     # the work tree no longer has the head's file: lines must come from git's copy
     (work / MODEL).write_text("# not the head revision\n")
-    ledger = _ledger(tmp_path)
     args = [
         "audit", "--repo", str(work), "--base", base, "--head", head,
-        "--ledger", str(ledger), "--evidence", str(tmp_path / "evidence"),
-        "--variant", "mxfp8", "--hardware", "b200", "--features", "none", "--format", "sarif",
+        "--ledger", str(LEDGER), "--evidence", str(EVIDENCE), "--variant", "mxfp8",
+        "--hardware", "b200,h200", "--features", "none", "--format", "sarif",
     ]  # fmt: skip
     result = CliRunner().invoke(cli, args)
-    assert result.exit_code == 1, result.output  # the gate fails: no evidence at all
+    assert result.exit_code == 1, result.output  # the gate fails: an unevidenced new flag
     sarif = json.loads(result.stdout)
     locations = [
         loc["physicalLocation"] for r in sarif["runs"][0]["results"] for loc in r["locations"]
@@ -261,3 +371,66 @@ def test_cli_pr_audit_sarif_points_at_the_recipe_in_the_repository(tmp_path: Pat
     head_lines = (EMBEDDED / MODEL).read_text().count("\n")
     assert all(1 <= loc["region"]["startLine"] <= head_lines for loc in locations)
     assert any(loc["region"]["startLine"] > 1 for loc in locations)
+
+
+NVFP4_B200 = AuditFilters(variants=("nvfp4",), hardware=("b200",), features="none")
+
+
+def _edit(path: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    data = yaml.safe_load(path.read_text())
+    edit(data)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def _recipe_pr(
+    tmp_path: Path,
+    edit_head: Callable[[dict[str, Any]], None],
+    edit_base: Callable[[dict[str, Any]], None] | None = None,
+    filters: AuditFilters = NVFP4_B200,
+) -> PrAuditRequest:
+    """A recipes repository whose base applies ``edit_base`` to the MiniMax-M3 recipe and
+    whose head then applies ``edit_head``."""
+    repo = _init(tmp_path)
+    path = work_tree(repo) / MODEL
+    if edit_base is not None:
+        _edit(path, edit_base)
+    base = _commit(repo, "base")
+    _edit(path, edit_head)
+    return PrAuditRequest(
+        repo=work_tree(repo), base=base, head=_commit(repo, "head"),
+        ledger=LEDGER, evidence=EVIDENCE, filters=filters,
+    )  # fmt: skip
+
+
+def test_new_verified_hardware_claim_without_a_recommended_combination_blocks(
+    tmp_path: Path,
+) -> None:
+    def unclaimed(data: dict[str, Any]) -> None:
+        data["meta"]["hardware"].pop("mi300x")
+
+    def claim(data: dict[str, Any]) -> None:
+        data["meta"]["hardware"]["mi300x"] = "verified"
+
+    mi300x = AuditFilters(hardware=("mi300x",), features="none")
+    diff = run_pr_audit(_recipe_pr(tmp_path, claim, unclaimed, mi300x)).diff
+    assert diff.changes == ()  # no combination changed ...
+    assert [(c.hardware, c.kv_offload) for c in diff.claims] == [("mi300x", None)]
+    assert not diff.gate.passed and diff.gate.claims == 1  # ... and yet it blocks
+    # the reverse PR withdraws the claim: that blocks nothing
+    assert run_pr_audit(_recipe_pr(tmp_path / "back", unclaimed, claim, mi300x)).diff.gate.passed
+
+
+def test_new_kv_offload_support_claim_is_enumerated_and_blocks(tmp_path: Path) -> None:
+    def support(data: dict[str, Any]) -> None:
+        data["kv_offload_support"] = {"offloading_cpu": "verified"}
+
+    request = _recipe_pr(tmp_path, support)
+    assert request.filters.kv == "off"  # the default: KV offload not asked for
+    diff = run_pr_audit(request).diff
+    # the head declares KV offload: both sides enumerate it, so the PR exposes combinations
+    new = [c for c in diff.iter_changes() if c.kind == "new"]
+    assert new and {c.selection.kv_offload for c in new} == {"offloading_cpu"}
+    assert diff.summary.new == len(new) and diff.summary.removed == 0
+    assert [c.kv_offload for c in diff.claims] == ["offloading_cpu"]
+    assert diff.claims[0].hardware == "" and "kv_offload_support" in diff.claims[0].detail
+    assert not diff.gate.passed

@@ -1,4 +1,5 @@
-"""Match reviewed declarations (``ledger/declarations.yaml``) against guide-only combinations.
+"""Match reviewed declarations (``ledger/declarations.yaml``, and the audited recipes
+root's ``provenance-declarations.yaml``) against guide-only combinations.
 
 A :class:`~provenance.model.ledger.SelectionPattern` matches a selection when
 every field it gives matches (``fnmatch`` globs, case-sensitive):
@@ -22,6 +23,19 @@ from fnmatch import translate
 
 from provenance.model.combination import Selection
 from provenance.model.ledger import Declaration, Declarations, SelectionPattern
+
+#: The audited repository's own declarations, at its recipes root (same schema as
+#: ``ledger/declarations.yaml``): reviewed in the PR that needs them, added to the ledger's.
+REPO_DECLARATIONS_FILE = "provenance-declarations.yaml"
+
+
+def merged(ledger: Declarations, repository: Declarations) -> Declarations:
+    """The ledger's declarations, then the repository's (the first match wins)."""
+    if not repository.declarations:
+        return ledger
+    return ledger.model_copy(
+        update={"declarations": (*ledger.declarations, *repository.declarations)}
+    )
 
 
 def _compile(pattern: str) -> re.Pattern[str]:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from provenance import __version__
 from provenance.audit.claims import claims_of
-from provenance.audit.declarations import DeclarationMatcher
+from provenance.audit.declarations import REPO_DECLARATIONS_FILE, DeclarationMatcher, merged
 from provenance.audit.index import EvidenceIndex
 from provenance.audit.judge import ClassifyFn, Judge
 from provenance.audit.normaliser import PolicyNormaliser, RoleNormaliser
@@ -63,6 +63,8 @@ class RecipeInput:
     cells: CellSource | None = None
     path: str | None = None
     verified_hardware: tuple[str, ...] = ()
+    #: ``kv_offload_support`` keys the recipe marks ``verified``
+    verified_kv: tuple[str, ...] = ()
     hardware_filter: tuple[str, ...] | None = None
     #: True when the enumeration was narrowed (variant, strategy, features, …): a verified
     #: hardware with no audited combination is then not reported as a claim.
@@ -127,6 +129,7 @@ def audit(
                 tally,
                 recipe.hardware_filter,
                 recipe.filtered,
+                recipe.verified_kv,
             )
         )
         if recipe.path:
@@ -297,8 +300,15 @@ def recipe_inputs(resolved: ResolvedInputs, filters: AuditFilters) -> list[Recip
                 verified_hardware=tuple(
                     hw for hw, claim in meta_hardware.items() if claim == "verified"
                 ),
+                verified_kv=tuple(
+                    key
+                    for key, claim in (recipe.spec.kv_offload_support or {}).items()
+                    if claim == "verified"
+                ),
                 hardware_filter=filters.hardware,
-                filtered=filters != AuditFilters(hardware=filters.hardware),
+                # KV offload only adds combinations: it narrows nothing
+                filtered=filters.model_copy(update={"kv": "off"})
+                != AuditFilters(hardware=filters.hardware),
                 gpus_per_node=gpus,
             )
         )
@@ -348,6 +358,12 @@ def run_audit(
 
     resolved = default_inputs(inputs)
     loaded = (shared or EvidenceCache()).load(resolved.ledger, resolved.evidence)
+    declarations = loaded.declarations
+    in_repo = resolved.recipes_root / REPO_DECLARATIONS_FILE
+    if in_repo.is_file():
+        from provenance.store.ledger import load_declarations
+
+        declarations = merged(declarations, load_declarations(in_repo))
     notices = []
     if not loaded.graph.records:
         notices.append(f"no evidence records in {resolved.evidence}: nothing can be recommended")
@@ -355,7 +371,7 @@ def run_audit(
         recipe_inputs(resolved, filters),
         loaded.graph,
         loaded.normaliser,
-        loaded.declarations,
+        declarations,
         ledger=str(resolved.ledger),
         ledger_source=ledger_identity(resolved.ledger),
         notices=notices,

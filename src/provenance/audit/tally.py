@@ -77,6 +77,9 @@ class Tally:
         self.seen: Mapping[CombinationKey, KeyTally] = self._states
         self.recommended_by_hardware: Counter[str] = Counter()
         self.hardware_seen: set[str] = set()
+        #: the same per KV offload choice (``SelectionSet.kv_offload``)
+        self.recommended_by_kv: Counter[str] = Counter()
+        self.kv_seen: set[str] = set()
         self.model_ids: dict[str, set[str]] = defaultdict(set)
         self.count = 0
 
@@ -108,12 +111,17 @@ class Tally:
         hardware = selections.hardware
         self.count += count
         self.hardware_seen.add(hardware)
+        kv = selections.kv_offload
+        if kv is not None:
+            self.kv_seen.add(kv)
         state.count += count
         if state.example_of is None:
             state.example_of = example
         state.pd_modes.update(pd_modes)
         if outcome.verdict is VerdictKind.RECOMMENDED:
             self.recommended_by_hardware[hardware] += count
+            if kv is not None:
+                self.recommended_by_kv[kv] += count
         group = state.groups.get(declared)
         if group is None:
             group_key = (outcome, declared)

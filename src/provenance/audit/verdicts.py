@@ -20,6 +20,7 @@ from pydantic import (
     SerializationInfo,
     SerializerFunctionWrapHandler,
     WrapSerializer,
+    model_serializer,
     model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
@@ -296,15 +297,32 @@ class ReverseEntry:
 
 
 class Claim(BaseModel):
-    """A recipe claim (``meta.hardware.<hw>: verified``) the evidence does not back."""
+    """A recipe claim the evidence does not back: ``meta.hardware.<hw>: verified``, or
+    (``kv_offload`` set, ``hardware`` empty) ``kv_offload_support.<key>: verified``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     recipe: str
     hardware: str
+    kv_offload: str | None = None
     claim: str
     recommended: int
     detail: str = ""
+
+    @model_serializer(mode="wrap")
+    def _without_unset_kv(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A hardware claim is written as before ``kv_offload`` existed (no such key)."""
+        data: dict[str, Any] = handler(self)
+        if self.kv_offload is None:
+            data.pop("kv_offload", None)
+        return data
+
+    @property
+    def subject(self) -> str:
+        """What the claim is about: the hardware id, or ``kv_offload_support.<key>``."""
+        if self.kv_offload is not None:
+            return f"kv_offload_support.{self.kv_offload}"
+        return self.hardware
 
 
 class AuditSummary(BaseModel):

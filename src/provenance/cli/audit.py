@@ -86,8 +86,9 @@ def audit(
     has exactly its major flags, per role) or guide-only, with reasons.
 
     With --repo/--base/--head, audit what a pull request changes instead: both
-    revisions are read from git, and the command exits 1 when the head exposes
-    new or regressed guide-only combinations that no declaration covers.
+    revisions are read from git, and the command exits 1 when the PR makes a
+    benchmarked combination worse or adds an unbacked verified claim that no
+    declaration covers (docs/audit.md, "The PR gate").
     """
 
     def action() -> int:
@@ -194,9 +195,10 @@ def _pr_audit(
     if github_pr and result.head_report is not None:
         _github_check(result.head_report, github_pr, comment, token_env)
     if not result.diff.gate.passed:
+        gate = result.diff.gate
         click.echo(
-            f"gate: {result.diff.gate.blocking} new or regressed guide-only combination(s) "
-            "are not covered by a declaration",
+            f"gate: {gate.blocking} combination(s) made worse and {gate.claims} new unbacked "
+            "claim(s) are not covered by a declaration",
             err=True,
         )
     return gate_exit_code(result)

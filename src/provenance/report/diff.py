@@ -135,13 +135,25 @@ def write_json(diff: DiffReport, out: TextIO) -> None:
 
 
 def _gate_line(diff: DiffReport) -> str:
-    if diff.gate.passed:
-        declared = f" ({diff.gate.declared} declared guide-only)" if diff.gate.declared else ""
-        return f"gate: PASS — no new or regressed undeclared guide-only combinations{declared}"
-    return (
-        f"gate: FAIL — {diff.gate.blocking} new or regressed guide-only combination(s) "
-        "not covered by a declaration"
+    gate = diff.gate
+    unbenchmarked = (
+        f"; {gate.unbenchmarked} changed combination(s) unbenchmarked (no in-scope evidence "
+        "before or after): reported, not blocking"
+        if gate.unbenchmarked
+        else ""
     )
+    if gate.passed:
+        declared = f"; {gate.declared} declared guide-only" if gate.declared else ""
+        return (
+            "gate: PASS — the PR makes no benchmarked combination worse and adds no unbacked "
+            f"claim{declared}{unbenchmarked}"
+        )
+    parts = []
+    if gate.blocking:
+        parts.append(f"{gate.blocking} combination(s) made worse or newly unbacked")
+    if gate.claims:
+        parts.append(f"{gate.claims} new verified claim(s) no recommended combination backs")
+    return f"gate: FAIL — {' and '.join(parts)}, not covered by a declaration{unbenchmarked}"
 
 
 def write_markdown(diff: DiffReport, out: TextIO) -> None:

@@ -513,7 +513,7 @@ def build_page_data(
             for r in report.reverse
         ],
         "claims": [
-            (enc.s(c.recipe), enc.s(c.hardware), enc.s(c.claim), c.recommended, enc.s(c.detail))
+            (enc.s(c.recipe), enc.s(c.subject), enc.s(c.claim), c.recommended, enc.s(c.detail))
             for c in report.claims
         ],
         "diff": None

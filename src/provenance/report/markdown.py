@@ -97,7 +97,7 @@ def write(report: AuditReport, out: TextIO, *, title: str = "provenance audit") 
         lines += ["", "### Claims not backed by evidence", ""]
         for claim in report.claims[:MAX_CLAIMS]:
             lines.append(
-                f"- {markdown_code(claim.recipe)} on {markdown_code(claim.hardware)}: "
+                f"- {markdown_code(claim.recipe)} on {markdown_code(claim.subject)}: "
                 f"{cell(claim.claim)} — {cell(claim.detail)}"
             )
         if len(report.claims) > MAX_CLAIMS:

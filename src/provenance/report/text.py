@@ -112,9 +112,7 @@ def write(
     if report.claims:
         console.print(Text("claims not backed by evidence", style="bold"))
         for claim in report.claims:
-            console.print(
-                _t(f"  {claim.recipe} · {claim.hardware}: {claim.claim} — {claim.detail}")
-            )
+            console.print(_t(f"  {claim.recipe} · {claim.subject}: {claim.claim} — {claim.detail}"))
 
     if report.reverse:
         reverse = Table(

@@ -8,11 +8,16 @@ Pure functions over two :class:`~provenance.audit.verdicts.AuditReport` objects:
   role, every head combination in which it now appears, each with its evidence
   or its absence — a flag added to a variant applies on every hardware that
   variant runs on, which is where unverified cross-products hide;
-* the *gate*: head guide-only combinations that are new or regressed relative to
-  the base and not covered by a declaration. Regressed means: recommended in the
-  base and guide-only now, or guide-only in both but now carrying a major flag
-  (or value) that no evidence in scope sets — a PR must not hide a new
-  unverified flag behind combinations that were unverified for other reasons.
+* the *gate* (``docs/audit.md``, "The PR gate"): it blocks what the PR makes worse
+  or newly claims, each blocking group with its category —
+  ``regressed-verdict`` (recommended in the base, guide-only in the head),
+  ``new-unevidenced-flag`` (a major flag or value newly present in a cell that has
+  in-scope evidence, where no in-scope evidence sets it), ``new-claim`` (a
+  ``verified`` claim of the head that no recommended combination backs and the base
+  did not make) and ``new-guide-only`` (a newly exposed guide-only combination where
+  in-scope evidence exists). Changes in cells with no in-scope evidence on either
+  side are reported as *unbenchmarked* and do not block; nor does anything a
+  declaration covers.
 
 A combination's change depends only on the verdict entry holding it in the base
 and the one holding it in the head: kind, flag changes, verdicts, reasons and
@@ -36,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from provenance.audit.verdicts import (
     AuditReport,
+    Claim,
     EvidenceRef,
     FeatureChoice,
     NearestEvidence,
@@ -47,11 +53,12 @@ from provenance.audit.verdicts import (
 )
 from provenance.model.combination import PdPool, Selection
 from provenance.model.ledger import LedgerIdentity
-from provenance.model.reasons import VerdictKind
+from provenance.model.reasons import ReasonCode, VerdictKind
 
 DIFF_SCHEMA: Literal["provenance.diff/v2"] = "provenance.diff/v2"
 
 ChangeKind = Literal["new", "removed", "verdict-changed", "flags-changed"]
+BlockReason = Literal["regressed-verdict", "new-unevidenced-flag", "new-guide-only"]
 
 #: role -> flag key -> value
 RoleFlagMap = dict[str, dict[str, str]]
@@ -85,9 +92,12 @@ class _Change(BaseModel):
     nearest: tuple[NearestEvidence, ...] = ()
     declared_by: str | None = None
     blocking: bool = False
-    #: Why the gate blocks it: ``new-guide-only``, ``regressed-verdict`` or
-    #: ``new-unevidenced-flag``.
-    block_reason: str | None = None
+    #: Why the gate blocks it (its category): ``regressed-verdict``,
+    #: ``new-unevidenced-flag`` or ``new-guide-only``.
+    block_reason: BlockReason | None = None
+    #: Guide-only in the head with no in-scope evidence in the base or the head: the
+    #: change is reported, not blocked (nobody benchmarked the cell).
+    unbenchmarked: bool = False
 
 
 class CombinationChange(_Change):
@@ -126,7 +136,7 @@ class ChangeGroup(_Change):
 
 _GROUP_HEAD = ("recipe", "combinations", "selections", "kind", "base_verdict")
 _HEAD_SIDE = ("head_verdict", "reasons", "nearest", "declared_by")
-_GATE = ("blocking", "block_reason")
+_GATE = ("blocking", "block_reason", "unbenchmarked")
 _REMOVED_ORDER = (
     *_GROUP_HEAD,
     "head_verdict",
@@ -181,11 +191,16 @@ class LensEntry(BaseModel):
 
 
 class GateResult(BaseModel):
+    """The gate's decision; counts are combinations, ``claims`` new unbacked claims."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     passed: bool
     blocking: int
     declared: int
+    claims: int = 0
+    #: changed guide-only combinations with no in-scope evidence on either side
+    unbenchmarked: int = 0
 
 
 class DiffSummary(BaseModel):
@@ -209,6 +224,8 @@ class DiffReport(BaseModel):
     summary: DiffSummary
     changes: tuple[ChangeGroup, ...]
     lens: tuple[LensEntry, ...]
+    #: ``verified`` claims of the head no recommended combination backs, new in this PR
+    claims: tuple[Claim, ...] = ()
     gate: GateResult
     #: the ledger both sides were audited against (set by the PR audit)
     ledger_source: LedgerIdentity | None = None
@@ -229,6 +246,17 @@ def _role_flags(roles: tuple[RoleFlags, ...]) -> RoleFlagMap:
 
 def _unevidenced(roles: tuple[RoleFlags, ...]) -> set[tuple[str, str, str]]:
     return {(r.role, f.key, f.value) for r in roles for f in r.flags if not f.evidence}
+
+
+def _has_evidence(entry: VerdictEntry) -> bool:
+    """Does any in-scope evidence point exist for the entry's combinations? (Recommended;
+    or a reason other than ``no-evidence``, which only in-scope evidence can give; or a
+    flag some in-scope record sets.)"""
+    if entry.verdict is VerdictKind.RECOMMENDED:
+        return True
+    if any(r.code is not ReasonCode.NO_EVIDENCE for r in entry.reasons):
+        return True
+    return any(f.evidence for role in entry.roles for f in role.flags)
 
 
 def _carried(before: VerdictEntry) -> set[tuple[str, str, str]]:
@@ -489,6 +517,7 @@ class _Differ:
                 "declared_by": None,
                 "blocking": False,
                 "block_reason": None,
+                "unbenchmarked": False,
             }
         entry = self.head[after]
         if before is not None:
@@ -506,13 +535,15 @@ class _Differ:
         if before is None:
             for role_flags in head_flags.values():
                 self.lens_keys.update(role_flags.items())
-            blocking = guide_only and entry.declared_by is None
+            undeclared = guide_only and entry.declared_by is None
+            blocking = undeclared and _has_evidence(entry)
             return {
                 "kind": "new",
                 "base_verdict": None,
                 "flags": FlagChanges(added=head_flags),
                 "blocking": blocking,
                 "block_reason": "new-guide-only" if blocking else None,
+                "unbenchmarked": undeclared and not blocking,
                 **shared,
             }
         old = self.base[before]
@@ -524,10 +555,13 @@ class _Differ:
         verdict_changed = old.verdict is not entry.verdict
         if not verdict_changed and flags.empty:
             return None
-        block_reason: str | None = None
+        block_reason: BlockReason | None = None
+        unbenchmarked = False
         if guide_only and entry.declared_by is None:
             if old.verdict is VerdictKind.RECOMMENDED:
                 block_reason = "regressed-verdict"
+            elif not (_has_evidence(old) or _has_evidence(entry)):
+                unbenchmarked = True
             elif self.new_unevidenced(old, entry):
                 block_reason = "new-unevidenced-flag"
         return {
@@ -536,6 +570,7 @@ class _Differ:
             "flags": flags,
             "blocking": block_reason is not None,
             "block_reason": block_reason,
+            "unbenchmarked": unbenchmarked,
             **shared,
         }
 
@@ -656,6 +691,8 @@ def diff_reports(
     groups.sort(key=_change_order)
     lens = _lens(head_entries, differ.lens_keys)
     blocked = sum(g.combinations for g in groups if g.blocking)
+    unbenchmarked = sum(g.combinations for g in groups if g.unbenchmarked)
+    claims = new_claims(base, head)
     declared = sum(
         g.combinations for g in groups if g.declared_by and g.head_verdict is VerdictKind.GUIDE_ONLY
     )
@@ -677,14 +714,44 @@ def diff_reports(
         ),
         changes=tuple(groups),
         lens=lens,
-        gate=GateResult(passed=blocked == 0, blocking=blocked, declared=declared),
+        claims=claims,
+        gate=GateResult(
+            passed=blocked == 0 and not claims,
+            blocking=blocked,
+            declared=declared,
+            claims=len(claims),
+            unbenchmarked=unbenchmarked,
+        ),
     )
 
 
-def _change_order(group: ChangeGroup) -> tuple[bool, str, str, str]:
+def new_claims(base: AuditReport | None, head: AuditReport | None) -> tuple[Claim, ...]:
+    """The head's unbacked ``verified`` claims that the base did not make (a claim the
+    base already made unbacked is not this PR's)."""
+    if head is None:
+        return ()
+    before = {_claim_key(c) for c in base.claims} if base is not None else set()
+    return tuple(c for c in head.claims if _claim_key(c) not in before)
+
+
+def _claim_key(claim: Claim) -> tuple[str, str, str, str | None]:
+    return (claim.recipe, claim.hardware, claim.claim, claim.kv_offload)
+
+
+#: The order of blocking groups (a new claim, between regressions and new unevidenced
+#: flags, is not a change group: see ``DiffReport.claims``).
+BLOCK_ORDER: tuple[BlockReason, ...] = (
+    "regressed-verdict",
+    "new-unevidenced-flag",
+    "new-guide-only",
+)
+
+
+def _change_order(group: ChangeGroup) -> tuple[int, str, str, str]:
     first = next(group.iter_selections(), None)
     label = first.label() if first is not None else ""
-    return (not group.blocking, group.kind, group.recipe, label)
+    rank = BLOCK_ORDER.index(group.block_reason) if group.block_reason else len(BLOCK_ORDER)
+    return (rank, group.kind, group.recipe, label)
 
 
 @dataclass

@@ -170,6 +170,36 @@ def variant_change(base_root: Path, head_root: Path, model: str) -> VariantChang
     return VariantChange(recipe=base.hf_id, changed=changed, unchanged=frozenset(before) - changed)
 
 
+def declared_kv_offload(root: Path, models: list[str]) -> set[str]:
+    """The KV offload keys the recipes ``models`` (materialised in ``root``) declare in
+    ``kv_offload_support`` (any value but ``unsupported``)."""
+    from provenance.errors import ProvenanceError
+    from provenance.recipes.load.loader import load_recipe, load_recipes_root
+
+    if not models:
+        return set()
+    try:
+        loaded = load_recipes_root(root)
+        specs = [load_recipe(loaded, model).spec for model in models]
+    except ProvenanceError:
+        return set()  # the audit itself reports it, naming the revision
+    return {
+        key
+        for spec in specs
+        for key, support in (spec.kv_offload_support or {}).items()
+        if support != "unsupported"
+    }
+
+
+def _with_kv(filters: AuditFilters, declared: set[str]) -> AuditFilters:
+    """``filters`` enumerating the declared KV offload choices too, when the request left
+    KV offload at its default (off): a PR that declares KV offload support exposes those
+    combinations, so both sides must audit them."""
+    if not declared or filters.kv != "off":
+        return filters
+    return filters.model_copy(update={"kv": ",".join(sorted(declared))})
+
+
 def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
     """Audit both sides of the pull request and diff them."""
     repo = open_repo(request.repo)
@@ -198,9 +228,13 @@ def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
             and base_present == head_present == models
         ):
             narrowed = variant_change(Path(base_dir), Path(head_dir), base_present[0])
-        base_filters = request.filters
+        declared = declared_kv_offload(Path(base_dir), base_present) | declared_kv_offload(
+            Path(head_dir), head_present
+        )
+        head_filters = _with_kv(request.filters, declared)
+        base_filters = head_filters
         if narrowed is not None:
-            wanted = request.filters.variants
+            wanted = head_filters.variants
             base_filters = base_filters.model_copy(
                 update={
                     "variants": tuple(
@@ -211,9 +245,7 @@ def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
                 }
             )
         base_report = _audit_side(base_present, base, request, base_filters, Path(base_dir), shared)
-        head_report = _audit_side(
-            head_present, head, request, request.filters, Path(head_dir), shared
-        )
+        head_report = _audit_side(head_present, head, request, head_filters, Path(head_dir), shared)
     diff = diff_reports(
         base_report,
         head_report,

@@ -1,7 +1,8 @@
 """Read a recipes repository at two revisions straight from git.
 
 No checkout of the user's tree: blobs are read with gitpython and the files the
-recipe engine needs (``taxonomy.yaml``, ``strategies/``, ``kv_store/`` and the
+recipe engine needs (``taxonomy.yaml``, ``strategies/``, ``kv_store/``, the repository's
+``provenance-declarations.yaml`` and the
 model YAMLs) are written into a private temporary directory per revision.
 """
 
@@ -12,6 +13,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict
 
+from provenance.audit.declarations import REPO_DECLARATIONS_FILE
 from provenance.errors import UnsafeInputError
 from provenance.sources.git import (
     Commit,
@@ -48,7 +50,7 @@ def changed_recipes(repo: Repo, base: str, head: str) -> ChangedRecipes:
     shared = False
     models: set[str] = set()
     for path in changed_paths_between(repo, base_commit, head_commit):
-        if path.startswith(SHARED_PREFIXES):
+        if path.startswith(SHARED_PREFIXES) or path == REPO_DECLARATIONS_FILE:
             shared = True
         elif _is_model(path):
             models.add(path)
@@ -85,7 +87,7 @@ def materialise(commit: Commit, models: Iterable[str], dest: Path) -> list[str]:
         blobs = iter_blobs(commit, prefix)
         wanted += [str(b.path) for b in blobs if str(b.path).endswith((".yaml", ".yml"))]
     present: list[str] = []
-    for path in ["taxonomy.yaml", *wanted, *models]:
+    for path in ["taxonomy.yaml", REPO_DECLARATIONS_FILE, *wanted, *models]:
         found = read_blob(commit, path)
         if found is None:
             continue
