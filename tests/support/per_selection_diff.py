@@ -4,7 +4,9 @@ that :func:`provenance.review.diff.diff_reports` must agree with.
 Every combination of both audits is expanded to a :class:`Selection`, the two sides are
 matched by selection, and one :class:`CombinationChange` is built per changed combination
 and one lens occurrence per (combination, role) in which an added or changed flag appears.
-Slow (it is what the grouped diff replaces), but obviously per combination.
+Slow (it is what the grouped diff replaces), but obviously per combination. It uses only
+the diff's public models, never its private helpers: the flag comparisons below are
+restated here, so a fault in the subject's cannot hide in its own oracle.
 """
 
 from __future__ import annotations
@@ -12,22 +14,51 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from provenance.audit.verdicts import AuditReport, EvidenceRef, VerdictEntry
+from provenance.audit.verdicts import AuditReport, EvidenceRef, RoleFlags, VerdictEntry
 from provenance.model.combination import Selection
 from provenance.model.reasons import VerdictKind
-from provenance.review.diff import (
-    CombinationChange,
-    DiffReport,
-    FlagChanges,
-    _carried,
-    _flag_changes,
-    _role_flags,
-    _unevidenced,
-)
+from provenance.review.diff import CombinationChange, DiffReport, FlagChanges
 
 _Key = tuple[str, Selection]
 #: (key, value) -> (recipe, selection, role, verdict, evidence) per occurrence
 Lens = dict[tuple[str, str], list[tuple[str, Selection, str, VerdictKind, tuple[EvidenceRef, ...]]]]
+
+
+RoleMajors = dict[str, dict[str, str]]
+
+
+def _role_flags(roles: tuple[RoleFlags, ...]) -> RoleMajors:
+    """Major flags per role, from the role's lowest node rank (a role rendered on
+    several nodes counts once)."""
+    lowest: dict[str, RoleFlags] = {}
+    for role in roles:
+        held = lowest.get(role.role)
+        if held is None or (role.node_rank or 0) < (held.node_rank or 0):
+            lowest[role.role] = role
+    return {name: {f.key: f.value for f in lowest[name].flags} for name in sorted(lowest)}
+
+
+def _flag_changes(base: RoleMajors, head: RoleMajors) -> FlagChanges:
+    added: RoleMajors = {}
+    changed: dict[str, dict[str, tuple[str, str]]] = {}
+    removed: RoleMajors = {}
+    for role in sorted(base.keys() | head.keys()):
+        old, new = base.get(role, {}), head.get(role, {})
+        for key in sorted(old.keys() | new.keys()):
+            if key not in old:
+                added.setdefault(role, {})[key] = new[key]
+            elif key not in new:
+                removed.setdefault(role, {})[key] = old[key]
+            elif old[key] != new[key]:
+                changed.setdefault(role, {})[key] = (old[key], new[key])
+    return FlagChanges(added=added, changed=changed, removed=removed)
+
+
+def _role_flag_values(roles: tuple[RoleFlags, ...], *, unevidenced: bool) -> set[tuple[str, ...]]:
+    """(role, key, value) of every flag of every node (only those without evidence if asked)."""
+    return {
+        (r.role, f.key, f.value) for r in roles for f in r.flags if not (unevidenced and f.evidence)
+    }
 
 
 def _expand(report: AuditReport | None) -> Iterator[tuple[_Key, VerdictEntry]]:
@@ -82,7 +113,9 @@ def per_selection_diff(
         if guide_only and entry.declared_by is None:
             if before.verdict is VerdictKind.RECOMMENDED:
                 block_reason = "regressed-verdict"
-            elif _unevidenced(entry.roles) - _carried(before):
+            elif _role_flag_values(entry.roles, unevidenced=True) - _role_flag_values(
+                before.roles, unevidenced=False
+            ):
                 block_reason = "new-unevidenced-flag"
         changes.append(
             CombinationChange(
