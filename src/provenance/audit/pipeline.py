@@ -206,7 +206,9 @@ def default_inputs(inputs: AuditInputs) -> ResolvedInputs:
     if not recipes:
         models = root / "models"
         recipes = tuple(
-            str(p.relative_to(root)) for p in sorted(models.glob("*/*.yaml")) if p.is_file()
+            str(p.relative_to(root))
+            for p in sorted(models.glob("*/*.yaml"))
+            if p.is_file() or p.is_symlink()
         )
         if not recipes:
             raise UsageError(f"no recipe given and none under {models}")

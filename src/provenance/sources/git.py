@@ -13,8 +13,10 @@ extraction can stand a fake repository in for a real one where git is not the po
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +25,7 @@ from git.objects.base import IndexObject
 from git.objects.fun import tree_entries_from_data
 from gitdb.exc import BadName, BadObject
 
-from provenance.errors import UnsafeInputError, UsageError
+from provenance.errors import InputError, UnsafeInputError, UsageError
 
 __all__ = [
     "SYMLINK_MODE",
@@ -107,6 +109,39 @@ def ref_commit(repo: git.Repo, ref: str) -> str | None:
     return str(out).strip() or None
 
 
+class MissingObjectError(InputError):
+    """An object the repository lacks: the clone is incomplete, not the content hostile,
+    so the command stops (exit 3) instead of skipping what it could not read."""
+
+    label = "incomplete repository"
+
+
+@contextmanager
+def missing_objects(path: str | None = None) -> Iterator[None]:
+    """GitPython's errors for an object the repository lacks (a partial or shallow clone,
+    a pruned object) as an InputError naming the object and ``path``."""
+    try:
+        yield
+    except (BadName, BadObject, ValueError) as exc:
+        text = str(exc)
+        if isinstance(exc, ValueError) and "could not be resolved" not in text:
+            raise
+        found = re.search(r"[0-9a-f]{40}", text)
+        sha = found.group(0) if found else "?"
+        raise MissingObjectError(
+            f"git object {sha} is missing from the repository",
+            path=path,
+            hint="a partial or shallow clone? fetch the objects (git fetch --refetch)",
+        ) from None
+
+
+def blob_data(entry: GitObject) -> bytes:
+    """The content of a blob entry (InputError naming it when its object is missing)."""
+    with missing_objects(entry.path):
+        data: bytes = entry.data_stream.read()
+    return data
+
+
 def is_blob(entry: GitObject) -> bool:
     return bool(entry.type == "blob")
 
@@ -124,7 +159,7 @@ def read_blob(commit: git.Commit, path: str) -> tuple[bytes, str] | None:
         return None
     if entry.mode == SYMLINK_MODE:
         raise UnsafeInputError("refusing to follow a symlink in the repository", path=path)
-    return entry.data_stream.read(), entry.hexsha
+    return blob_data(entry), entry.hexsha
 
 
 def blob_at(repo: git.Repo, sha: str, path: str) -> bytes | None:
@@ -135,8 +170,7 @@ def blob_at(repo: git.Repo, sha: str, path: str) -> bytes | None:
         return None
     if entry.type != "blob":
         return None
-    data: bytes = entry.data_stream.read()
-    return data
+    return blob_data(entry)
 
 
 def iter_blobs(commit: git.Commit, folder: str, *, recursive: bool = False) -> Iterator[GitObject]:
@@ -161,7 +195,8 @@ def first_parent(repo: git.Repo, sha: str) -> str | None:
 
 def read_object(repo: git.Repo, binsha: bytes) -> bytes:
     """The raw content of the object with binary id ``binsha``."""
-    data: bytes = repo.odb.stream(binsha).read()
+    with missing_objects():
+        data: bytes = repo.odb.stream(binsha).read()
     return data
 
 

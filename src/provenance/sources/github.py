@@ -25,7 +25,13 @@ from typing import Any, NoReturn
 
 import requests
 import urllib3
-from github import Auth, Github, GithubException, RateLimitExceededException
+from github import (
+    Auth,
+    BadAttributeException,
+    Github,
+    GithubException,
+    RateLimitExceededException,
+)
 from pydantic import BaseModel, ConfigDict, Field
 from urllib3.util.retry import Retry
 
@@ -297,6 +303,14 @@ class GitHubClient:
             self._raise(what, _describe_connection(exc, self._api_url))
         except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError) as exc:
             self._raise(what, f"request failed: {type(exc).__name__}: {exc}")
+        except (
+            BadAttributeException
+        ) as exc:  # not a GithubException: a JSON value of the wrong type
+            self._raise(what, f"unexpected answer from the API (a value of the wrong type: {exc})")
+        except RuntimeError as exc:  # PyGithub refuses a redirect to another host with this
+            if "redirected" in str(exc):
+                self._raise(what, f"the API redirected to another host; not followed ({exc})")
+            self._raise(what, f"unexpected answer from the API ({type(exc).__name__}: {exc})")
         except (AssertionError, KeyError, TypeError, ValueError, AttributeError) as exc:
             self._raise(what, f"unexpected answer from the API ({type(exc).__name__}: {exc})")
 

@@ -118,8 +118,15 @@ class EvidenceStore:
 
     # Reading ---------------------------------------------------------------
     def ids(self) -> list[str]:
-        """Every record id present (by file name), sorted. Temporary files are skipped."""
-        return sorted(record_id for _, record_id in self._record_files() if record_id)
+        """Every record id present (by file name), sorted. Temporary files are skipped;
+        a file or folder that cannot be named as a record (as ``load_all``) is an
+        IntegrityError, never a silently shorter list."""
+        ids = []
+        for path, record_id in self._record_files():
+            if record_id is None:
+                raise IntegrityError(f"{path}: not a record file (expected <62 hex>.json)")
+            ids.append(record_id)
+        return sorted(ids)
 
     def __contains__(self, record_id: object) -> bool:
         return (
@@ -250,17 +257,20 @@ class EvidenceStore:
         for sub in _sorted_entries(self.root):
             if sub.name.startswith("."):
                 continue
-            if not sub.is_dir():
-                if not strict:
+            record_dir = bool(_DIR.match(sub.name))
+            is_dir = _is_dir(sub)
+            if not is_dir:
+                # an unresolvable entry (symlink loop) named like a record folder is
+                # reported, never skipped: it may hide records
+                if not strict or (is_dir is None and record_dir):
                     files.append((sub.path, None))
                 continue
-            record_dir = bool(_DIR.match(sub.name))
             if strict and not record_dir:
                 continue
             for entry in _sorted_entries(sub.path):
                 name = entry.name
-                if name.startswith(".") or not entry.is_file():
-                    continue
+                if name.startswith(".") or _is_file(entry) is False:
+                    continue  # (an unresolvable entry is kept: reading it names the problem)
                 if strict and not name.endswith(".json"):
                     continue
                 named = record_dir and _FILE.match(name)
@@ -277,6 +287,22 @@ def _sorted_entries(folder: str | Path) -> list[os.DirEntry[str]]:
     ``is_dir``/``is_file`` on most file systems)."""
     with os.scandir(folder) as entries:
         return sorted(entries, key=lambda entry: entry.name)
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool | None:
+    """``entry.is_dir()``; None when it cannot be resolved (a symlink loop: ELOOP)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return None
+
+
+def _is_file(entry: os.DirEntry[str]) -> bool | None:
+    """``entry.is_file()``; None when it cannot be resolved (a symlink loop: ELOOP)."""
+    try:
+        return entry.is_file()
+    except OSError:
+        return None
 
 
 def _read_bytes(path: str | Path) -> tuple[bytes | None, str | None]:

@@ -84,7 +84,7 @@ from provenance.model.record import (
     Topology,
     WorkloadPoint,
 )
-from provenance.sources.git import Commit, Repo, open_repo, resolve_commit
+from provenance.sources.git import Commit, MissingObjectError, Repo, open_repo, resolve_commit
 from provenance.store.extraction_cache import CACHE_FORMAT, ExtractionCache, cache_key
 
 INFERENCEX_REPO = "SemiAnalysisAI/InferenceX"
@@ -343,6 +343,8 @@ class _Extractor:
             return
         try:
             evidence = evaluate_point(self.snapshot, entry, point, resolution)
+        except MissingObjectError:
+            raise
         except ArgvNotNormalisableError as exc:
             self._skip("argv-not-normalisable", entry)
             self.summary.warnings.append(f"{entry.key}: {exc}")

@@ -24,6 +24,7 @@ from provenance.sources.git import (
     Commit,
     GitObject,
     Repo,
+    blob_data,
     open_repo,
     read_object,
     resolve_commit,
@@ -172,7 +173,7 @@ class Snapshot:
             return None
         if entry.type != "blob":
             raise InputError("expected a file, found a directory", path=safe)
-        data = entry.data_stream.read()
+        data = blob_data(entry)
         self._cache[safe] = (data, str(entry.hexsha))
         self.read_blobs[safe] = str(entry.hexsha)
         return bytes(data)

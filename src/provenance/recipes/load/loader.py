@@ -153,10 +153,29 @@ def _refuse_escaping_symlink(root: Path, path: Path, shown: str) -> None:
         path.absolute().relative_to(root.absolute())
     except ValueError:
         return
-    if not path.resolve().is_relative_to(root.resolve()):
+    if not _resolved(path, shown).is_relative_to(_resolved(root, str(root))):
         raise UnsafeInputError(
             "resolves outside the recipes root (a symlink?); refusing to follow it", path=shown
         )
+
+
+def _resolved(path: Path, shown: str) -> Path:
+    """``path.resolve()``; a symlink loop or an unusable name is an InputError naming it."""
+    try:
+        return path.resolve()
+    except RuntimeError:  # Python < 3.13: "Symlink loop from ..."
+        raise InputError("symlink loop; cannot resolve the path", path=shown) from None
+    except OSError as exc:
+        raise InputError(f"cannot resolve the path: {exc.strerror}", path=shown) from None
+
+
+def _listed(path: Path) -> bool:
+    """A name a loader reads: a file, or a symlink (read to fail if broken); False for a
+    name the system refuses (too long, NUL, ...), which then fails when read."""
+    try:
+        return path.is_file() or path.is_symlink()
+    except (OSError, ValueError):
+        return False
 
 
 def _load_mapping(path: Path, shown: str, root: Path) -> LoadedYaml:
@@ -173,7 +192,7 @@ def _named_files(root: Path, folder: str) -> list[Path]:
     directory = root / folder
     if not directory.is_dir():
         return []
-    return sorted(p for p in directory.iterdir() if p.suffix == ".yaml" and p.is_file())
+    return sorted(p for p in directory.iterdir() if p.suffix == ".yaml" and _listed(p))
 
 
 def load_recipes_root(root: Path) -> RecipesRoot:
@@ -213,7 +232,7 @@ def resolve_recipe_path(root: RecipesRoot, ref: str | Path) -> Path:
         given,
     ]
     for candidate in candidates:
-        if candidate.is_file():
+        if _listed(candidate):
             return candidate
     return candidates[2] if not text.endswith((".yaml", ".yml")) else candidates[0]
 
@@ -221,7 +240,7 @@ def resolve_recipe_path(root: RecipesRoot, ref: str | Path) -> Path:
 def recipe_identity(root: RecipesRoot, file: Path, spec: RecipeFile) -> str:
     """``Org/Name`` from the path under ``models/``; else the model id or the file stem."""
     try:
-        rel = file.resolve().relative_to((root.path / "models").resolve())
+        rel = _resolved(file, str(file)).relative_to(_resolved(root.path / "models", str(root)))
     except ValueError:
         rel = None
     if rel is not None and len(rel.parts) >= 2:
