@@ -13,7 +13,7 @@ from ledger_factories import PR, make_entry, make_record
 from ledger_workspace import Workspace
 
 from provenance.cli.main import cli
-from provenance.errors import EXIT_INPUT, EXIT_INTEGRITY, EXIT_OK, EXIT_USAGE
+from provenance.errors import EXIT_INPUT, EXIT_INTEGRITY, EXIT_OK, EXIT_USAGE, InputError
 from provenance.model.ledger import LedgerFile, PrRef
 from provenance.model.record import EvidenceRecord
 from provenance.schemas import generate
@@ -221,6 +221,33 @@ def test_blobs_and_reextraction_ok(workspace: Workspace, checkout: Checkout) -> 
     assert report.reextraction == "done"
     assert report.summary.reextracted == 1
     assert report.summary.blobs_checked == 2
+
+
+def test_without_an_extractor_blobs_are_checked_and_reextraction_is_unavailable(
+    workspace: Workspace, checkout: Checkout
+) -> None:
+    """The store imports no extractor: given none, it checks blobs and says so."""
+    _, record_id = populate_from(workspace, checkout)
+    report = verify(workspace.ledger_root, workspace.evidence_root, checkout.path)
+    assert statuses(report) == {record_id: Status.OK}
+    assert report.reextraction == "unavailable"
+    assert report.summary.reextracted == 0
+    assert report.summary.blobs_checked == 2
+    assert any("re-extraction unavailable" in w for w in report.warnings)
+
+
+def test_an_injected_extractor_reextracts(workspace: Workspace, checkout: Checkout) -> None:
+    _, record_id = populate_from(workspace, checkout)
+    calls: list[str] = []
+
+    def extract(repo: Path, commit: str, *_args: object) -> object:
+        calls.append(commit)
+        raise InputError("no launcher here")
+
+    report = verify(workspace.ledger_root, workspace.evidence_root, checkout.path, extract=extract)
+    assert calls, "the injected extractor was not called"
+    assert report.reextraction == "done"
+    assert statuses(report) == {record_id: Status.SUSPECT}
 
 
 def test_bare_mirror_works_too(workspace: Workspace, checkout: Checkout, tmp_path: Path) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 
 import click
 from pydantic import ValidationError
@@ -144,9 +145,18 @@ def verify(
         from provenance.store.verify import render_text
         from provenance.store.verify import verify as run_verify
 
+        extractor: Callable[..., Any] | None = None
+        if inferencex is not None:  # the extractor is imported only when it is used
+            from provenance.evidence.inferencex.ingest import extract
+
+            extractor = extract
+
         defaults = default_dirs()
         report = run_verify(
-            ledger_dir or defaults.ledger, evidence_dir or defaults.evidence, inferencex
+            ledger_dir or defaults.ledger,
+            evidence_dir or defaults.evidence,
+            inferencex,
+            extract=extractor,
         )
         if fmt == "json":
             click.echo(json.dumps(report.model_dump(mode="json", by_alias=True), indent=2))

@@ -13,14 +13,16 @@ Checks, in order:
    and re-extracting the record from that commit gives the same record (else
    it is *suspect*: the source changed since it was recorded).
 
-Re-extraction is an injectable callable ``reextract(record) -> record | None``
-so tests and other extractors can plug in; by default it is the InferenceX
-extractor (``provenance.evidence.inferencex.ingest.extract``) when present.
+Re-extraction is injected: either a callable ``reextract(record) -> record | None``
+(tests and other extractors plug in here), or the InferenceX extractor ``extract``
+(``provenance.evidence.inferencex.ingest.extract``, which the command line passes),
+from which :func:`inferencex_reextractor` builds one. The store sits below
+extraction in the layers and imports none of it; without either, re-extraction is
+``unavailable`` and a warning says so.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
@@ -171,18 +173,6 @@ def _content_diff(old: EvidenceRecord, new: EvidenceRecord) -> str:
 def _glob_literal(text: str) -> str:
     """``text`` as an fnmatch pattern that matches only itself."""
     return "".join(f"[{ch}]" if ch in "*?[" else ch for ch in text)
-
-
-def load_inferencex_extract() -> tuple[Callable[..., Any] | None, str]:
-    """InferenceX's ``extract`` function, or ``None`` and why it is unavailable."""
-    try:
-        ingest: Any = importlib.import_module("provenance.evidence.inferencex.ingest")
-    except ImportError as exc:
-        return None, f"the InferenceX extractor cannot be imported ({exc})"
-    extract = getattr(ingest, "extract", None)
-    if not callable(extract):
-        return None, "the InferenceX extractor has no extract()"
-    return extract, ""
 
 
 def _key_pattern(keys: Collection[str]) -> str:
@@ -352,12 +342,14 @@ def _check_references(
 
 
 def _default_reextract(
-    inferencex: Path, entries: list[tuple[Path, LedgerEntry]], found: _Findings
+    inferencex: Path,
+    extract: Callable[..., Any] | None,
+    entries: list[tuple[Path, LedgerEntry]],
+    found: _Findings,
 ) -> Reextract | None:
-    extract, why = load_inferencex_extract()
     if extract is None:
         found.warnings.append(
-            f"re-extraction unavailable: {why}; blobs were checked, "
+            "re-extraction unavailable: no extractor was given; blobs were checked, "
             "record contents were not re-derived"
         )
         return None
@@ -430,8 +422,13 @@ def verify(
     inferencex: Path | None = None,
     *,
     reextract: Reextract | None = None,
+    extract: Callable[..., Any] | None = None,
 ) -> VerifyReport:
-    """Verify a ledger directory and its evidence store (see the module docstring)."""
+    """Verify a ledger directory and its evidence store (see the module docstring).
+
+    With ``inferencex``, records are re-extracted by ``reextract``, else by one
+    :func:`inferencex_reextractor` over ``extract`` (InferenceX's extractor).
+    """
     for kind, directory in (("ledger", ledger_root), ("evidence", evidence_root)):
         if not Path(directory).is_dir():
             raise UsageError(f"{kind} directory {directory} does not exist")
@@ -453,7 +450,7 @@ def verify(
     if inferencex is not None:
         blobs = _GitBlobs(inferencex)
         if reextract is None:
-            reextract = _default_reextract(inferencex, entries, found)
+            reextract = _default_reextract(inferencex, extract, entries, found)
         reextraction = "done" if reextract is not None else "unavailable"
         reextracted = _check_inferencex(blobs, reextract, entries, found)
         blobs_checked = blobs.checked
