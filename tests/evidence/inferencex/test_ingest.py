@@ -145,11 +145,32 @@ def test_missing_pieces_are_summarised(
     assert result.records == []
     assert result.summary.skip_counts() == {"launcher-not-found": 5, "recipe-not-in-tree": 1}
     by_code = {item.code: item for item in result.summary.skipped}
-    assert by_code["recipe-not-in-tree"].message == (
-        "srt-slurm recipe not in the InferenceX tree (upstream srt-slurm recipe)"
+    assert by_code["recipe-not-in-tree"].message.startswith(
+        "srt-slurm recipe not in the InferenceX tree: CONFIG_FILE recipes/<rest> looked up as "
+        "benchmarks/multi_node/srt-slurm-recipes/<rest>"
     )
     assert by_code["launcher-not-found"].keys == ["toy-fp4-b300-vllm-mtp"]
     assert len(result.summary.unresolved_scripts) == 1
+    assert any(
+        w.startswith(f"srt-slurm recipe {RECIPE}: absent at ") and "first-parent history" in w
+        for w in result.summary.warnings
+    )
+
+
+def test_recipe_removed_earlier_names_the_removing_commit(
+    make_repo: Callable[[], RepoBuilder],
+) -> None:
+    builder = make_repo()
+    files = _base_files()
+    builder.commit("add recipe (#1)", files)
+    builder.commit("clean up srt-slurm recipes (#2)", {RECIPE: None})
+    builder.commit("unrelated (#3)", {"README.md": "later"})
+    result = extract(builder.root, "HEAD", None, None, [])
+    assert "recipe-deleted" in result.summary.skip_counts()
+    assert "recipe-not-in-tree" not in result.summary.skip_counts()
+    removal = [w for w in result.summary.warnings if w.startswith(f"srt-slurm recipe {RECIPE}")]
+    assert len(removal) == 1
+    assert "removed by " in removal[0] and "(#2) clean up srt-slurm recipes" in removal[0]
 
 
 def test_unknown_runner_is_kept_raw_and_reported(make_repo: Callable[[], RepoBuilder]) -> None:

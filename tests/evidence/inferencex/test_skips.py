@@ -67,3 +67,8 @@ def test_summary_round_trips_through_json_and_recomputes_messages() -> None:
     (item,) = again.skipped
     assert (item.count, item.keys) == (3, ["a-key", "b-key", "c-key"])
     assert item.message == "launcher serves no vLLM engine (framework sglang)"
+
+
+def test_an_earlier_message_of_a_code_still_maps_to_it() -> None:
+    old = "srt-slurm recipe not in the InferenceX tree (upstream srt-slurm recipe)"
+    assert legacy_code(old) == ("recipe-not-in-tree", "")

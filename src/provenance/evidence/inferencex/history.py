@@ -41,6 +41,7 @@ __all__ = [
     "path_changes",
     "pr_head",
     "pr_of_subject",
+    "removing_commit",
     "require_pr_commit",
 ]
 
@@ -170,6 +171,27 @@ def last_content_change(
             found.append(commit)
         current = parent_path
     return (found[0] if found else None), found
+
+
+def removing_commit(
+    history: History, changes: Mapping[str, list[FileChange]], path: str
+) -> HistoryCommit | None:
+    """The commit of ``history`` that removed ``path``, when its newest change there is a removal.
+
+    A rename away from ``path`` (indexed under the new path) is a removal too.
+    None when ``path`` never changed on ``history`` (never existed there) or
+    its newest change there added or modified it.
+    """
+    newest: tuple[HistoryCommit, bool] | None = None
+    steps = [(c, c.status == "D") for c in changes.get(path, [])]
+    steps += [
+        (c, True) for moved in changes.values() for c in moved if c.old == path and c.status == "R"
+    ]
+    for change, removes in steps:
+        commit = history.by_sha.get(change.commit)
+        if commit is not None and (newest is None or commit.index < newest[0].index):
+            newest = (commit, removes)
+    return newest[0] if newest is not None and newest[1] else None
 
 
 def pr_head(repo: Repo, number: int) -> str | None:

@@ -41,6 +41,7 @@ from provenance.evidence.inferencex.history import (
     last_content_change,
     launcher_content,
     pr_head,
+    removing_commit,
     require_pr_commit,
 )
 from provenance.evidence.inferencex.lineage import Lineage
@@ -256,8 +257,11 @@ class _Extractor:
         summary: IngestSummary,
         progress: Progress | None,
         relevant: Callable[[str, str], bool] | None = None,
+        removed_by: Callable[[str], HistoryCommit | None] | None = None,
     ):
         self.snapshot = snapshot
+        # path -> the earlier commit that removed it (None: never in the tree)
+        self.removed_by = removed_by
         self.summary = summary
         self.progress = progress
         # (config key, launcher or recipe path) -> worth evaluating (``--pr`` pre-filter)
@@ -387,7 +391,20 @@ class _Extractor:
         raw = self.snapshot.read(path)
         result: SrtRecipe | SkipCode
         if raw is None:
-            result = "recipe-not-in-tree"
+            removed = self.removed_by(path) if self.removed_by is not None else None
+            if removed is None:
+                result = "recipe-not-in-tree"
+                self.summary.warnings.append(
+                    f"srt-slurm recipe {path}: absent at {self.snapshot.sha[:9]} and on its "
+                    "first-parent history"
+                )
+            else:
+                result = "recipe-deleted"
+                pr = f" (#{removed.pr})" if removed.pr is not None else ""
+                self.summary.warnings.append(
+                    f"srt-slurm recipe {path}: absent at {self.snapshot.sha[:9]}, removed by "
+                    f"{removed.sha[:9]}{pr} {removed.title}"
+                )
         else:
             try:
                 result = load_recipe_bytes(raw, path)
@@ -705,7 +722,12 @@ def _ingest_commit(
         def relevant(key: str, path: str) -> bool:
             return key in keys_of_pr or path in paths
 
-    extraction = _Extractor(snapshot, summary, progress, relevant).run(entries)
+    history = lineage.history_of(snapshot.sha)
+
+    def removed_by(path: str) -> HistoryCommit | None:
+        return removing_commit(history, lineage.path_changes(HISTORY_ROOTS), path)
+
+    extraction = _Extractor(snapshot, summary, progress, relevant, removed_by).run(entries)
     drafts = _collapse(extraction.drafts)
     attribution, drafts = _attribute(repo, snapshot, lineage, drafts, summary)
     changelog_keys: dict[int, set[str]] = {}

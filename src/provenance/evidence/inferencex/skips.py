@@ -27,6 +27,7 @@ SkipCode = Literal[
     "llmd-recipe-not-evaluated",
     "llmd-recipe-not-in-tree",
     "recipe-not-in-tree",
+    "recipe-deleted",
     "recipe-not-vllm",
     "recipe-unreadable",
     "archived-launcher-changed",
@@ -51,7 +52,14 @@ SKIP_MESSAGES: dict[SkipCode, str] = {
     ),
     "llmd-recipe-not-in-tree": "llm-d recipe not in the InferenceX tree",
     "recipe-not-in-tree": (
-        "srt-slurm recipe not in the InferenceX tree (upstream srt-slurm recipe)"
+        "srt-slurm recipe not in the InferenceX tree: CONFIG_FILE recipes/<rest> looked up as "
+        "benchmarks/multi_node/srt-slurm-recipes/<rest>, absent at this commit and at every "
+        "earlier commit of its first-parent history (upstream srt-slurm recipe)"
+    ),
+    "recipe-deleted": (
+        "srt-slurm recipe deleted from the InferenceX tree: CONFIG_FILE recipes/<rest> looked "
+        "up as benchmarks/multi_node/srt-slurm-recipes/<rest>, removed by an earlier commit "
+        "(a warning names the path and the removing commit)"
     ),
     "recipe-not-vllm": "srt-slurm recipe is not a vLLM recipe",
     "recipe-unreadable": "srt-slurm recipe unreadable",
@@ -74,6 +82,12 @@ def _legacy_pattern(template: str) -> re.Pattern[str]:
 
 
 _LEGACY = [(code, _legacy_pattern(text)) for code, text in SKIP_MESSAGES.items()]
+#: Messages of earlier versions of a code (its current message is matched too).
+_OLD_MESSAGES: dict[str, SkipCode] = {
+    "srt-slurm recipe not in the InferenceX tree (upstream srt-slurm recipe)": (
+        "recipe-not-in-tree"
+    ),
+}
 
 
 def legacy_code(message: str) -> tuple[SkipCode, str]:
@@ -81,6 +95,8 @@ def legacy_code(message: str) -> tuple[SkipCode, str]:
 
     Raises ValueError for a message no code ever produced.
     """
+    if message in _OLD_MESSAGES:
+        return _OLD_MESSAGES[message], ""
     for code, pattern in _LEGACY:
         match = pattern.match(message)
         if match:
