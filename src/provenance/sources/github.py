@@ -10,6 +10,10 @@
   (exit 5) with a one-line message; never a traceback.
 * Small timeouts and few retries (connection errors and 5xx on idempotent requests
   only; a POST is never repeated, so a comment cannot be posted twice by a retry).
+  ``timeout`` bounds each socket read; a server trickling one byte at a time could
+  still hold a read forever, so each API call (its pages and retries included) has a
+  total ``deadline`` and the client (one command) a ``command_deadline``, enforced
+  with ``SIGALRM`` in the main thread, which interrupts any blocking read.
 * Everything returned is a pydantic model; no PyGithub object leaves this module.
 """
 
@@ -18,9 +22,13 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import os
+import signal
+import threading
+import time
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from types import FrameType
 from typing import Any, NoReturn
 
 import requests
@@ -67,6 +75,10 @@ class GitHubSettings(BaseModel):
     retries: int = Field(default=2, ge=0, le=5)
     backoff: float = Field(default=0.2, ge=0.0, le=5.0)
     per_page: int = Field(default=100, ge=1, le=100)
+    #: seconds for one API call, all its pages and retries included
+    deadline: float = Field(default=60, gt=0, le=600)
+    #: seconds for every API call of one client (one command) together
+    command_deadline: float = Field(default=300, gt=0, le=3600)
 
     @classmethod
     def from_environment(
@@ -176,6 +188,7 @@ class GitHubClient:
     def __init__(self, token: str, settings: GitHubSettings) -> None:
         self._token = token
         self._settings = settings
+        self._ends_at = time.monotonic() + settings.command_deadline
         self._api_url = check_api_url(settings.api_url)
         retry = Retry(
             total=settings.retries,
@@ -203,7 +216,7 @@ class GitHubClient:
         return self._api_url
 
     def close(self) -> None:
-        with self._guard("closing the connection"):
+        with self._translated("closing the connection"):  # even past the deadline
             self._github.close()
 
     def __enter__(self) -> GitHubClient:
@@ -292,7 +305,25 @@ class GitHubClient:
 
     @contextmanager
     def _guard(self, what: str) -> Iterator[None]:
-        """Turn every failure inside the block into one redacted NetworkError."""
+        """Turn every failure inside the block into one redacted NetworkError; the block
+        must finish within the call's deadline and what is left of the command's."""
+        left = self._ends_at - time.monotonic()
+        if left <= 0:
+            self._raise(what, f"the {self._settings.command_deadline:g}s deadline ran out")
+        budget = min(self._settings.deadline, left)
+        if budget == self._settings.deadline:
+            late = f"no complete answer within the {budget:g}s call deadline"
+        else:
+            spent = self._settings.command_deadline
+            late = f"no complete answer before the {spent:g}s command deadline"
+        try:
+            with _deadline(budget), self._translated(what):
+                yield
+        except _DeadlineExceeded:
+            self._raise(what, late)
+
+    @contextmanager
+    def _translated(self, what: str) -> Iterator[None]:
         try:
             yield
         except GithubException as exc:
@@ -323,6 +354,34 @@ class GitHubClient:
             message,
             hint="check the network and the token, or run without a token to skip online checks",
         ) from None
+
+
+class _DeadlineExceeded(BaseException):  # a BaseException: no retry or handler swallows it
+    """The deadline of an API call passed (raised by the SIGALRM handler)."""
+
+
+@contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raise :class:`_DeadlineExceeded` in the block after ``seconds``, even inside a
+    blocking socket read. Only the main thread can take signals; elsewhere the socket
+    timeout alone applies. A timer armed outside (a test runner's) is re-armed after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(_signum: int, _frame: FrameType | None) -> None:
+        raise _DeadlineExceeded
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer:
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 1e-3))
 
 
 def _run_info(run: Any) -> WorkflowRunInfo:
