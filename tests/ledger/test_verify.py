@@ -15,7 +15,7 @@ from ledger_workspace import Workspace
 from provenance.cli.main import cli
 from provenance.errors import EXIT_INPUT, EXIT_INTEGRITY, EXIT_OK, EXIT_USAGE, InputError
 from provenance.model.ledger import LedgerFile, PrRef
-from provenance.model.record import EvidenceRecord
+from provenance.model.record import ContentMove, ContentPlace, EvidenceRecord
 from provenance.schemas import generate
 from provenance.store.verify import Status, VerifyReport, verify
 
@@ -313,6 +313,37 @@ def test_reextraction_mismatch_is_suspect(workspace: Workspace, checkout: Checko
     )
     assert statuses(report) == {record_id: Status.SUSPECT}
     assert "no such record" in report.records[0].problems[0]
+
+
+def test_history_added_by_reextraction_is_a_warning(
+    workspace: Workspace, checkout: Checkout
+) -> None:
+    """Records stored before ingest kept content history stay valid; only history may differ."""
+    commit, record_id = populate_from(workspace, checkout)
+    move = ContentMove(
+        kind="moved",
+        file_kind="launcher",
+        commit=commit,
+        pr=7,
+        before=(ContentPlace(path="benchmarks/old.sh"),),
+        after=(ContentPlace(path=LAUNCHER),),
+    )
+
+    def with_history(record: EvidenceRecord) -> EvidenceRecord:
+        return record.model_copy(update={"history": (move,)})
+
+    root = workspace.ledger_root
+    report = verify(root, workspace.evidence_root, checkout.path, reextract=with_history)
+    assert statuses(report) == {record_id: Status.OK}
+    assert report.ok
+    assert any("1 records were stored before" in w for w in report.warnings)
+
+    def history_and_image(record: EvidenceRecord) -> EvidenceRecord:
+        return with_history(record).model_copy(update={"image": "vllm/vllm-openai:v0.12.0"})
+
+    report = verify(root, workspace.evidence_root, checkout.path, reextract=history_and_image)
+    assert statuses(report) == {record_id: Status.SUSPECT}
+    assert "image" in report.records[0].problems[0]
 
 
 def test_cli_with_inferencex(workspace: Workspace, checkout: Checkout) -> None:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import git
 
+from provenance.evidence.inferencex.ingest import IngestResult
+
 Files = dict[str, str | None]
 
 
@@ -225,3 +227,12 @@ def toy_history(builder: RepoBuilder) -> RepoBuilder:
         {TOY_RECIPE: RECIPE_4P1D.replace("max-num-seqs: 1024", "max-num-seqs: 512")},
     )
     return builder
+
+
+def backing_prs(result: IngestResult) -> dict[str, set[int]]:
+    """Record id -> the PR numbers whose ledger entries cite it."""
+    found: dict[str, set[int]] = {}
+    for entry in result.entries:
+        for record_id in entry.records:
+            found.setdefault(record_id, set()).add(entry.pr.number)
+    return found

@@ -7,6 +7,11 @@ collapse into one record listing every ``WorkloadPoint`` it covers).
 The record id is ``sha256:`` + the SHA-256 of the record's canonical JSON
 (sorted keys, no whitespace, UTF-8) *without* the ``id`` field, so any change
 to the content changes the id and ``provenance verify`` can detect tampering.
+
+``history`` lists the commits that moved, renamed or deprecated the record's
+content without changing it (they never back the record). A record without
+such history serialises without the field, so records written before it existed
+keep their bytes and ids.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from provenance.model.flags import FlagSet
 
@@ -101,6 +106,33 @@ class PartialMarker(BaseModel):
     detail: str = ""
 
 
+class ContentPlace(BaseModel):
+    """Where a record's content lives: a file, and the config key inside a master config."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    config_key: str | None = None
+
+
+class ContentMove(BaseModel):
+    """A commit that moved, renamed or deprecated a record's content without changing it.
+
+    ``before``: where the content was at the commit's first parent; ``after``: where
+    it is at the commit. The newest move's ``after`` is where the content lives at
+    the record's commit. Such a commit benchmarked nothing and never backs a record.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Literal["moved", "renamed", "deprecated"]
+    file_kind: Literal["master-config", "launcher", "srt-slurm-recipe", "other"]
+    commit: str
+    pr: int | None = None
+    before: tuple[ContentPlace, ...]
+    after: tuple[ContentPlace, ...]
+
+
 class EvidenceRecord(BaseModel):
     """One evidence point: what ran, where it came from, per-role canonical flags."""
 
@@ -120,6 +152,15 @@ class EvidenceRecord(BaseModel):
     workloads: tuple[WorkloadPoint, ...]
     roles: dict[str, FlagSet]
     partial: tuple[PartialMarker, ...] = ()
+    #: moves, renames and deprecations of the content up to ``source.commit``, newest first
+    history: tuple[ContentMove, ...] = ()
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_history(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and not self.history:
+            data.pop("history", None)
+        return data
 
     @property
     def is_partial(self) -> bool:

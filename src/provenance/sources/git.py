@@ -36,7 +36,6 @@ __all__ = [
     "RawChange",
     "Repo",
     "Tree",
-    "blob_at",
     "changed_paths",
     "changed_paths_between",
     "commit_or_none",
@@ -51,6 +50,7 @@ __all__ = [
     "read_object",
     "ref_commit",
     "resolve_commit",
+    "tree_blobs",
     "tree_entry",
 ]
 
@@ -160,17 +160,6 @@ def read_blob(commit: git.Commit, path: str) -> tuple[bytes, str] | None:
     if entry.mode == SYMLINK_MODE:
         raise UnsafeInputError("refusing to follow a symlink in the repository", path=path)
     return blob_data(entry), entry.hexsha
-
-
-def blob_at(repo: git.Repo, sha: str, path: str) -> bytes | None:
-    """Content of ``path`` at commit ``sha`` (symlinks read as their target text), or None."""
-    try:
-        entry = repo.commit(sha).tree / path
-    except KeyError:
-        return None
-    if entry.type != "blob":
-        return None
-    return blob_data(entry)
 
 
 def iter_blobs(commit: git.Commit, folder: str, *, recursive: bool = False) -> Iterator[GitObject]:
@@ -287,7 +276,10 @@ def first_parent_raw(
         "--",
         *sorted(set(roots)),
     )
+    wanted = sorted(set(roots))
     result: list[tuple[str, list[RawChange]]] = []
+    if not wanted:
+        return result
     for line in out.split("\n"):
         if line.startswith("@@"):
             result.append((line[2:].strip(), []))

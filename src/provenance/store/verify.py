@@ -11,7 +11,9 @@ Checks, in order:
 4. with an InferenceX checkout (a git repository, bare or not, opened read
    only): every cited blob exists at its commit with the recorded blob SHA,
    and re-extracting the record from that commit gives the same record (else
-   it is *suspect*: the source changed since it was recorded).
+   it is *suspect*: the source changed since it was recorded). A record stored
+   without ``history`` whose re-extraction differs only by the moves of its
+   content that ingest now records is not suspect (a warning counts them).
 
 Re-extraction is injected: either a callable ``reextract(record) -> record | None``
 (tests and other extractors plug in here), or the InferenceX extractor ``extract``
@@ -374,6 +376,7 @@ def _check_inferencex(
     checkout; records and entries of other repositories are named in a warning.
     """
     reextracted = 0
+    without_history = 0
     elsewhere: set[str] = set()
     for record_id, record in sorted(found.stored.items()):
         if record.source.repo != INFERENCEX_REPO:
@@ -389,6 +392,8 @@ def _check_inferencex(
             reextracted += 1
             if fresh is None:
                 problems.append("re-extracting at its commit gives no such record")
+            elif _only_history_added(record, fresh):
+                without_history += 1
             elif fresh.with_id().id != record_id:
                 problems.append(
                     "re-extracting at its commit gives a different record "
@@ -413,7 +418,20 @@ def _check_inferencex(
         found.warnings.append(
             f"records or entries from {repo} were not checked against the InferenceX checkout"
         )
+    if without_history:
+        found.warnings.append(
+            f"{without_history} records were stored before ingest recorded the moves, renames "
+            "and deprecations of their content; re-extracting them adds that history and "
+            "nothing else (a rebuild of the ledger records it)"
+        )
     return reextracted
+
+
+def _only_history_added(stored: EvidenceRecord, fresh: EvidenceRecord) -> bool:
+    """Whether ``fresh`` is ``stored`` plus the content history older ingests did not record."""
+    if stored.history or not fresh.history:
+        return False
+    return fresh.model_copy(update={"history": ()}).with_id().id == stored.id
 
 
 def verify(

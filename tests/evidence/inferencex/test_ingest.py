@@ -12,6 +12,7 @@ from inferencex_fixtures import (
     TOY_RECIPE,
     TOY_SCRIPT,
     RepoBuilder,
+    backing_prs,
     toy_base_files,
     toy_history,
 )
@@ -32,14 +33,6 @@ def history(make_repo: Callable[[], RepoBuilder]) -> RepoBuilder:
 
 def _by_key(result: IngestResult, key: str) -> list[EvidenceRecord]:
     return [r for r in result.records if r.config_key == key]
-
-
-def _links(result: IngestResult) -> dict[str, set[int]]:
-    found: dict[str, set[int]] = {}
-    for entry in result.entries:
-        for record_id in entry.records:
-            found.setdefault(record_id, set()).add(entry.pr.number)
-    return found
 
 
 def test_head_records_argv_per_point_and_attribution(history: RepoBuilder) -> None:
@@ -69,7 +62,7 @@ def test_head_records_argv_per_point_and_attribution(history: RepoBuilder) -> No
         SCRIPT: "launcher",
         "runners/launch_b300-nv.sh": "other",
     }
-    links = _links(result)
+    links = backing_prs(result)
     # launcher last changed by #2; #3's changelog re-swept it afterwards
     assert all(links[r.id] == {2, 3} for r in single)
     disagg = _by_key(result, "toy-fp4-b300-dynamo-vllm")

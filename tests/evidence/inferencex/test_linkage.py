@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from inferencex_fixtures import RepoBuilder
 
-from provenance.errors import InputError, UsageError
-from provenance.evidence.inferencex.blocks import block_origins, entry_digest, key_blocks
+from provenance.errors import InputError
+from provenance.evidence.inferencex.blocks import key_blocks
 from provenance.evidence.inferencex.changelog import (
     _changelog_chunk,
     changelog_entries,
@@ -18,16 +18,8 @@ from provenance.evidence.inferencex.changelog import (
     key_glob_matches,
 )
 from provenance.evidence.inferencex.history import (
-    HistoryCommit,
-    first_parent_history,
-    last_content_change,
-    launcher_content,
-    path_changes,
-    pr_head,
     pr_of_subject,
-    require_pr_commit,
 )
-from provenance.evidence.inferencex.lineage import Lineage
 from provenance.evidence.inferencex.snapshot import Snapshot, open_repo, resolve_commit
 
 ENTRY = "key-{n}:\n  image: img:{v}\n  model: m\n"
@@ -53,84 +45,6 @@ def test_key_blocks_ignore_comments_and_location() -> None:
     two = "b:\n  y: 2\n# other\na:\n  # inline\n  x: 1\n"
     assert key_blocks(one) == key_blocks(two)
     assert key_blocks("a:\n  x: 2\n")["a"] != key_blocks(one)["a"]
-
-
-def test_history_and_file_changes_follow_moves(make_repo: Callable[[], RepoBuilder]) -> None:
-    builder = make_repo()
-    body = "".join(f"echo step {i}\n" for i in range(30)) + "vllm serve m --tp 2\n"
-    script = "source ../benchmark_lib.sh\n" + body
-    moved = "source ../../benchmark_lib.sh\n" + body
-    builder.commit("add launcher (#10)", {"benchmarks/fixed/s.sh": script})
-    builder.commit("tune (#11)", {"benchmarks/fixed/s.sh": script + "# more\n"})
-    builder.commit("unrelated (#12)", {"benchmarks/other.sh": "x\n"})
-    builder.commit("no pr here", {"README": "x\n"})
-    builder.commit(
-        "deprecate (#13)",
-        {"benchmarks/fixed/deprecated/s.sh": moved + "# more\n"},
-        renames={"benchmarks/fixed/s.sh": "benchmarks/fixed/deprecated/s.sh"},
-    )
-    repo = open_repo(builder.root)
-    history = first_parent_history(repo, "HEAD")
-    assert [c.pr for c in history.commits] == [13, None, 12, 11, 10]
-    assert history.by_pr[11].title == "tune"
-    changes = path_changes(repo, "HEAD", ["benchmarks"])
-    last, every = last_content_change(
-        repo, history, changes, "benchmarks/fixed/deprecated/s.sh", normalise=launcher_content
-    )
-    assert last is not None and last.pr == 11
-    assert [c.pr for c in every] == [11, 10]
-    raw, _ = last_content_change(repo, history, changes, "benchmarks/fixed/deprecated/s.sh")
-    assert raw is not None and raw.pr == 13
-    with pytest.raises(UsageError):
-        require_pr_commit(history, 99, "HEAD")
-    assert pr_head(repo, 11) is None
-
-
-def test_block_origins_ignore_archiving(make_repo: Callable[[], RepoBuilder]) -> None:
-    builder = make_repo()
-    builder.commit(
-        "add (#1)",
-        {"configs/nvidia-master.yaml": ENTRY.format(n=1, v=1) + ENTRY.format(n=2, v=1)},
-    )
-    builder.commit(
-        "bump key-2 (#2)",
-        {"configs/nvidia-master.yaml": ENTRY.format(n=1, v=1) + ENTRY.format(n=2, v=2)},
-    )
-    builder.commit(
-        "archive key-1 (#3)",
-        {
-            "configs/nvidia-master.yaml": ENTRY.format(n=2, v=2),
-            "configs/deprecated/old-master.yaml": "# archived\n" + ENTRY.format(n=1, v=1),
-        },
-    )
-    builder.commit("add key-3 (#4)", {"configs/amd-master.yaml": ENTRY.format(n=3, v=1)})
-    repo = open_repo(builder.root)
-    history = first_parent_history(repo, "HEAD")
-    one = entry_digest(ENTRY.format(n=1, v=1), "key-1")
-    two = entry_digest(ENTRY.format(n=2, v=2), "key-2")
-    three = entry_digest(ENTRY.format(n=3, v=1), "key-3")
-    assert one and two and three
-    found = block_origins(
-        repo,
-        "HEAD",
-        history,
-        [
-            ("key-1", one, True),
-            ("key-2", two, False),
-            ("key-3", three, False),
-            ("nope", "0", False),
-        ],
-    )
-    origin = {k: (v.origin.pr if v.origin else None) for k, v in found.items()}
-    assert origin == {
-        ("key-1", one): 1,
-        ("key-2", two): 2,
-        ("key-3", three): 4,
-        ("nope", "0"): None,
-    }
-    archived = found[("key-1", one)].archived_since
-    assert archived is not None and archived.pr == 3
-    assert found[("key-2", two)].archived_since is None
 
 
 def test_changelog_links(make_repo: Callable[[], RepoBuilder]) -> None:
@@ -294,54 +208,3 @@ def test_changelog_item_by_item_on_every_real_version() -> None:
         assert split == whole, sha
         compared += 1
     assert compared > 100
-
-
-def _shas(found: tuple[HistoryCommit | None, list[HistoryCommit]]) -> list[str]:
-    return [c.sha for c in found[1]]
-
-
-def test_one_lineage_serves_every_commit_on_it(make_repo: Callable[[], RepoBuilder]) -> None:
-    """History, file changes and master states of the tip == those read at each commit."""
-    builder = make_repo()
-    master = "configs/nvidia-master.yaml"
-    launcher = "benchmarks/fixed/s.sh"
-    builder.commit("add (#1)", {master: ENTRY.format(n=1, v=1), launcher: "vllm serve a\n"})
-    builder.commit("tune (#2)", {launcher: "vllm serve b\n"})
-    builder.commit("bump (#3)", {master: ENTRY.format(n=1, v=2) + ENTRY.format(n=2, v=1)})
-    builder.commit(
-        "archive (#4)",
-        {master: ENTRY.format(n=2, v=1), "configs/deprecated/old.yaml": ENTRY.format(n=1, v=2)},
-        renames={launcher: "benchmarks/fixed/deprecated/s.sh"},
-    )
-    builder.commit("retune (#5)", {"benchmarks/fixed/deprecated/s.sh": "vllm serve c\n"})
-    builder.commit("back to 1 (#4)", {master: ENTRY.format(n=2, v=1) + ENTRY.format(n=1, v=1)})
-    repo = open_repo(builder.root)
-    lineage = Lineage.of(repo, resolve_commit(repo, "HEAD").hexsha)
-    wanted = [
-        (f"key-{n}", entry_digest(ENTRY.format(n=n, v=v), f"key-{n}") or "", archived)
-        for n, v, archived in ((1, 1, False), (1, 2, True), (2, 1, False))
-    ]
-    for commit in lineage.history.commits:
-        direct = first_parent_history(repo, commit.sha)
-        shared = lineage.history_of(commit.sha)
-        assert [(c.sha, c.pr) for c in shared.commits] == [(c.sha, c.pr) for c in direct.commits]
-        assert {n: c.sha for n, c in shared.by_pr.items()} == {
-            n: c.sha for n, c in direct.by_pr.items()
-        }
-        own_changes = path_changes(repo, commit.sha, ["benchmarks"])
-        for path in (launcher, "benchmarks/fixed/deprecated/s.sh"):
-            for normalise in (None, launcher_content):
-                mine = last_content_change(
-                    repo, shared, lineage.path_changes(["benchmarks"]), path, normalise=normalise
-                )
-                theirs = last_content_change(repo, direct, own_changes, path, normalise=normalise)
-                assert _shas(mine) == _shas(theirs), (commit.pr, path)
-        fast = block_origins(repo, commit.sha, shared, wanted, states=lineage.master_states())
-        slow = block_origins(repo, commit.sha, direct, wanted)
-        assert {
-            k: (v.origin and v.origin.sha, v.archived_since and v.archived_since.sha)
-            for k, v in fast.items()
-        } == {
-            k: (v.origin and v.origin.sha, v.archived_since and v.archived_since.sha)
-            for k, v in slow.items()
-        }

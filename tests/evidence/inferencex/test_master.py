@@ -212,13 +212,13 @@ def test_reused_file_results_equal_a_fresh_read(
     builder.commit("disagg (#2)", {"configs/amd-master.yaml": MASTER_DISAGG + "broken: [1\n"})
     builder.commit("fix (#3)", {"configs/amd-master.yaml": MASTER_DISAGG})
     parsed: list[str] = []
-    real = master._file_entries
+    real = master.file_entries
 
     def counting(raw: bytes, path: str, *args: Any) -> Any:
         parsed.append(path)
         return real(raw, path, *args)
 
-    monkeypatch.setattr(master, "_file_entries", counting)
+    monkeypatch.setattr(master, "file_entries", counting)
     reuse: master.FileResults = {}
     for rev in ("HEAD~2", "HEAD", "HEAD~2"):
         fresh = load_master_configs(_snapshot(builder, rev))

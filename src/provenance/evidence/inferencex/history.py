@@ -1,20 +1,20 @@
-"""The first-parent history of an InferenceX revision, and when a file's content changed.
+"""The first-parent history of an InferenceX revision, and launcher text to compare.
 
 Squash commits on the first-parent line carry their PR in the subject: ``... (#N)``
 (optionally followed by ``[skip-sweep]``; reverts name two numbers, the last one
 counts). ``refs/pull/N/head`` gives a PR's head commit when the repository has it.
 
-"Changed" means changed *content*: a launcher whose only change is its
-``source .../benchmark_lib.sh`` line (scripts moved to ``deprecated/`` get a
-longer relative path) or a file moved unchanged is followed across the move,
-not attributed to the move. Every git call goes through :mod:`provenance.sources.git`.
+:func:`launcher_content` is a launcher's text without its ``source
+.../benchmark_lib.sh`` line (scripts moved to ``deprecated/`` get a longer relative
+path), the text :mod:`~provenance.evidence.inferencex.content_trace` follows.
+Every git call goes through :mod:`provenance.sources.git`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
@@ -23,8 +23,6 @@ from provenance.errors import UsageError
 from provenance.sources.git import (
     FileChange,
     Repo,
-    blob_at,
-    first_parent,
     first_parent_log,
     first_parent_name_status,
     ref_commit,
@@ -34,9 +32,7 @@ __all__ = [
     "FileChange",
     "History",
     "HistoryCommit",
-    "Normaliser",
     "first_parent_history",
-    "last_content_change",
     "launcher_content",
     "path_changes",
     "pr_head",
@@ -46,9 +42,7 @@ __all__ = [
 ]
 
 PR_SUBJECT = re.compile(r"\(#(\d+)\)(?:\s*\[skip-sweep\])?\s*$")
-_SOURCE_LINE = re.compile(r"^\s*(?:source|\.)\s+\S*benchmark_lib\.sh")
-
-Normaliser = Callable[[bytes], bytes]
+_SOURCE_LINE = re.compile(r"^\s*(?:source|\.)\s+.*benchmark_lib\.sh[\"']?\s*$")
 
 
 def pr_of_subject(subject: str) -> int | None:
@@ -127,50 +121,6 @@ def launcher_content(data: bytes) -> bytes:
     return b"\n".join(
         line for line in lines if not _SOURCE_LINE.match(line.decode("utf-8", "replace"))
     )
-
-
-def last_content_change(
-    repo: Repo,
-    history: History,
-    changes: Mapping[str, list[FileChange]],
-    path: str,
-    *,
-    normalise: Normaliser | None = None,
-) -> tuple[HistoryCommit | None, list[HistoryCommit]]:
-    """(newest commit that changed ``path``'s content, every commit that did, newest first).
-
-    Follows renames; a rename or modification whose normalised content is
-    unchanged (see :func:`launcher_content`) is not a content change.
-    """
-    norm = normalise or (lambda data: data)
-    found: list[HistoryCommit] = []
-    current = path
-    floor = -1  # only changes older than this history index apply to ``current``
-    while True:
-        step = None
-        for change in changes.get(current, []):
-            commit = history.by_sha.get(change.commit)
-            if commit is None or commit.index <= floor:
-                continue
-            step = (change, commit)
-            break
-        if step is None:
-            break
-        change, commit = step
-        floor = commit.index
-        if change.status == "D":
-            break
-        parent_path = change.old if change.status in {"R", "C"} and change.old else current
-        if change.status == "A":
-            found.append(commit)
-            break
-        parent = first_parent(repo, commit.sha)
-        before = blob_at(repo, parent, parent_path) if parent else None
-        after = blob_at(repo, commit.sha, current)
-        if before is None or after is None or norm(before) != norm(after):
-            found.append(commit)
-        current = parent_path
-    return (found[0] if found else None), found
 
 
 def removing_commit(

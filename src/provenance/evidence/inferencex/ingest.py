@@ -23,23 +23,32 @@ or whose key N's changelog entry names). See ``docs/evidence.md``.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import multiprocessing
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from provenance.errors import InputError
-from provenance.evidence.inferencex.blocks import block_origins, changed_by, entry_digest
+from provenance.evidence.inferencex.blocks import changed_by
 from provenance.evidence.inferencex.changelog import changelog_links
+from provenance.evidence.inferencex.content_trace import (
+    Place,
+    Trace,
+    file_contents,
+    file_key,
+    master_contents,
+    move_kind,
+    point_key,
+    trace,
+)
 from provenance.evidence.inferencex.history import (
     HistoryCommit,
-    last_content_change,
-    launcher_content,
     pr_head,
     removing_commit,
     require_pr_commit,
@@ -77,6 +86,8 @@ from provenance.evidence.inferencex.srt_slurm import (
 from provenance.model.flags import FlagSet
 from provenance.model.ledger import LedgerEntry, LedgerFile, PrRef
 from provenance.model.record import (
+    ContentMove,
+    ContentPlace,
     EvidenceRecord,
     EvidenceSource,
     PartialMarker,
@@ -94,6 +105,7 @@ HISTORY_ROOTS = ("benchmarks",)
 #: progress(done, total, what)
 Progress = Callable[[int, int, str], None]
 FileKind = Literal["master-config", "launcher", "srt-slurm-recipe", "perf-changelog", "other"]
+MoveFileKind = Literal["master-config", "launcher", "srt-slurm-recipe", "other"]
 
 
 class IngestSummary(BaseModel):
@@ -197,6 +209,9 @@ class _Draft:
     attributed_files: list[str]
     entry_path: str
     archived: bool
+    model_prefix: str = ""
+    #: content keys (:func:`point_key`) of the master-config points the record covers
+    point_keys: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -378,7 +393,17 @@ class _Extractor:
             ep=point.ep,
             dp_attn=point.dp_attn,
         )
-        out.drafts.append(_Draft(record, [workload], [evidence.script], entry.path, entry.archived))
+        out.drafts.append(
+            _Draft(
+                record,
+                [workload],
+                [evidence.script],
+                entry.path,
+                entry.archived,
+                entry.model_prefix,
+                {point_key(entry, point)},
+            )
+        )
 
     # multi node ----------------------------------------------------------------------
     def _skip(self, code: SkipCode, entry: MasterEntry) -> None:
@@ -465,7 +490,17 @@ class _Extractor:
             )
             for conc in point.concs
         ]
-        out.drafts.append(_Draft(record, workloads, [path], entry.path, entry.archived))
+        out.drafts.append(
+            _Draft(
+                record,
+                workloads,
+                [path],
+                entry.path,
+                entry.archived,
+                entry.model_prefix,
+                {point_key(entry, point)},
+            )
+        )
 
 
 def _workload_sort(point: WorkloadPoint) -> tuple[Any, ...]:
@@ -490,25 +525,21 @@ def _collapse(drafts: list[_Draft]) -> list[_Draft]:
         key = json.dumps(content, sort_keys=True)
         existing = groups.get(key)
         if existing is None:
-            groups[key] = _Draft(
-                draft.record,
-                list(draft.workloads),
-                list(draft.attributed_files),
-                draft.entry_path,
-                draft.archived,
+            groups[key] = replace(
+                draft,
+                workloads=list(draft.workloads),
+                attributed_files=list(draft.attributed_files),
+                point_keys=set(draft.point_keys),
             )
         else:
             existing.workloads.extend(draft.workloads)
+            existing.point_keys |= draft.point_keys
     result = []
     for draft in groups.values():
         unique = {_workload_sort(w): w for w in draft.workloads}
         workloads = tuple(unique[k] for k in sorted(unique))
         record = draft.record.model_copy(update={"workloads": workloads}).with_id()
-        result.append(
-            _Draft(
-                record, list(workloads), draft.attributed_files, draft.entry_path, draft.archived
-            )
-        )
+        result.append(replace(draft, record=record, workloads=list(workloads)))
     return result
 
 
@@ -521,6 +552,37 @@ class _Attribution:
     changelog_prs: set[int] = field(default_factory=set)
 
 
+def _moves(
+    traces: Iterable[tuple[str, Trace]], kinds: Mapping[str, FileKind]
+) -> tuple[ContentMove, ...]:
+    """The moves of a record's contents as :class:`ContentMove`, newest first, once each."""
+    found: dict[tuple[Any, ...], tuple[int, ContentMove]] = {}
+    for path, content in traces:
+        kind = kinds.get(path, "other")
+        file_kind: MoveFileKind = "other" if kind == "perf-changelog" else kind
+        for move in content.moves:
+            made = ContentMove(
+                kind=move_kind(move),
+                file_kind=file_kind,
+                commit=move.commit.sha,
+                pr=move.commit.pr,
+                before=_places(move.before),
+                after=_places(move.after),
+            )
+            token = (made.commit, made.file_kind, made.before, made.after)
+            found.setdefault(token, (move.commit.index, made))
+    ordered = sorted(found.items(), key=lambda item: (item[1][0], repr(item[0])))
+    return tuple(made for _token, (_index, made) in ordered)
+
+
+def _read(snapshot: Snapshot, path: str) -> bytes:
+    return snapshot.read(path) or b""
+
+
+def _places(places: Iterable[Place]) -> tuple[ContentPlace, ...]:
+    return tuple(ContentPlace(path=p, config_key=k or None) for p, k in sorted(places))
+
+
 def _attribute(
     repo: Repo,
     snapshot: Snapshot,
@@ -528,36 +590,28 @@ def _attribute(
     drafts: list[_Draft],
     summary: IngestSummary,
 ) -> tuple[_Attribution, list[_Draft]]:
-    """Link each record to the PRs that back it; drop archived points never swept as read.
+    """Link each record to the PRs that back it, by content; drop archived points never
+    swept as read; add the moves of each record's content to it as ``history``.
 
-    An entry archived in ``configs/deprecated`` is evaluated with the launcher
-    of the ingested revision; when that launcher's content changed after the
-    entry was archived, the combination was never swept and is not evidence.
+    The backing PR is the newest origin (:func:`content_trace.trace`) of the record's
+    master-config points and launcher or recipe text. An entry archived in
+    ``configs/deprecated`` is evaluated with the launcher of the ingested revision;
+    when that launcher's content changed after the entry was archived, the
+    combination was never swept and is not evidence.
     """
     result = _Attribution()
-    rev = snapshot.sha
-    history = lineage.history_of(rev)
-    changes = lineage.path_changes(HISTORY_ROOTS)
-    digests: dict[tuple[str, str], str | None] = {}
-    for draft in drafts:
-        where = (draft.record.config_key, draft.entry_path)
-        if where not in digests:
-            raw = snapshot.read(draft.entry_path) or b""
-            digests[where] = entry_digest(raw.decode("utf-8", "replace"), where[0])
-    wanted = {
-        (d.record.config_key, digest, d.archived)
-        for d in drafts
-        if (digest := digests[(d.record.config_key, d.entry_path)]) is not None
-    }
-    origins = block_origins(repo, rev, history, wanted, states=lineage.master_states())
-    file_change: dict[str, HistoryCommit | None] = {}
+    history = lineage.history_of(snapshot.sha)
+    prefixes = frozenset(d.model_prefix for d in drafts)
+    wanted = {key for d in drafts for key in d.point_keys}
+    points = trace(history, lineage.master_log(), master_contents(repo, prefixes), wanted)
+    file_keys: dict[str, str] = {}
     for draft in drafts:
         for path in draft.attributed_files:
-            if path not in file_change:
-                kind = path.endswith(".sh")
-                file_change[path], _ = last_content_change(
-                    repo, history, changes, path, normalise=launcher_content if kind else None
-                )
+            blob = snapshot.blob_sha(path)
+            if path not in file_keys and blob is not None:
+                file_keys[path] = file_key(path, blob, functools.partial(_read, snapshot, path))
+    file_log = lineage.file_log(HISTORY_ROOTS)
+    files = trace(history, file_log, file_contents(repo), set(file_keys.values()))
     keys = {d.record.config_key for d in drafts}
     links, warnings = changelog_links(snapshot, keys)
     summary.warnings.extend(warnings)
@@ -570,21 +624,32 @@ def _attribute(
             key_changelog.setdefault(key, []).append(commit)
     kept: list[_Draft] = []
     for draft in drafts:
-        record = draft.record
-        digest = digests[(record.config_key, draft.entry_path)]
-        block = origins.get((record.config_key, digest)) if digest else None
-        files = [c for c in (file_change.get(p) for p in draft.attributed_files) if c is not None]
-        archived_since = block.archived_since if block else None
-        if archived_since is not None and any(c.index < archived_since.index for c in files):
+        kinds: dict[str, FileKind] = {f.path: f.kind for f in draft.record.source.files}
+        traced = [(draft.entry_path, points[k]) for k in sorted(draft.point_keys) if k in points]
+        traced_files = [(p, files[file_keys[p]]) for p in draft.attributed_files if p in file_keys]
+        archived_since = None
+        if draft.archived:
+            archiving = [
+                move.commit
+                for _path, content in traced
+                for move in content.moves
+                if move_kind(move) == "deprecated"
+            ]
+            archived_since = min(archiving, key=lambda c: c.index) if archiving else None
+        file_origins = [t.origin for _p, t in traced_files if t.origin is not None]
+        if archived_since is not None and any(c.index < archived_since.index for c in file_origins):
             summary.skip(
                 "archived-launcher-changed",
-                record.framework,
-                [record.config_key],
+                draft.record.framework,
+                [draft.record.config_key],
                 len(draft.workloads),
             )
             continue
+        moves = _moves([*traced, *traced_files], kinds)
+        record = draft.record.model_copy(update={"history": moves}).with_id()
+        draft = replace(draft, record=record)
         kept.append(draft)
-        present = [c for c in (block.origin if block else None, *files) if c is not None]
+        present = [t.origin for _p, t in traced if t.origin is not None] + file_origins
         prs: set[int] = set()
         if present:
             latest = min(present, key=lambda c: c.index)

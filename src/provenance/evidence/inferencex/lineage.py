@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from provenance.evidence.inferencex.blocks import MasterState, master_states
+from provenance.evidence.inferencex.blocks import is_master_path, master_roots
+from provenance.evidence.inferencex.content_trace import PathLog
 from provenance.evidence.inferencex.history import (
     FileChange,
     History,
@@ -21,16 +22,16 @@ class Lineage:
 
     The first-parent history of a commit on the line is the line from that commit
     on (same :class:`HistoryCommit` objects: indexes are positions on the tip's
-    line, and only their order is ever compared). :func:`path_changes` and the
-    master-config states of the tip cover every older commit too, and their users
-    skip commits that are not in the history they are given, so one walk of each
+    line, and only their order is ever compared). The path logs of the tip cover
+    every older commit too, and :func:`~provenance.evidence.inferencex.content_trace.trace`
+    undoes the commits newer than the history it is given, so one walk of each
     serves every ``--pr`` commit instead of one walk per commit.
     """
 
     repo: Repo
     history: History
+    _logs: dict[tuple[str, ...], PathLog] = field(default_factory=dict)
     _changes: dict[tuple[str, ...], dict[str, list[FileChange]]] = field(default_factory=dict)
-    _states: list[MasterState] | None = None
 
     @classmethod
     def of(cls, repo: Repo, tip: str) -> Lineage:
@@ -46,12 +47,22 @@ class Lineage:
         return History(commits=self.history.commits[start:])
 
     def path_changes(self, roots: Iterable[str]) -> dict[str, list[FileChange]]:
+        """Changes under ``roots`` along the line (renames under their new path), by path."""
         token = tuple(sorted(set(roots)))
         if token not in self._changes:
             self._changes[token] = path_changes(self.repo, self.tip, token)
         return self._changes[token]
 
-    def master_states(self) -> list[MasterState]:
-        if self._states is None:
-            self._states = master_states(self.repo, self.tip)
-        return self._states
+    def file_log(self, roots: Iterable[str]) -> PathLog:
+        """Every file under ``roots``: at the tip, and each first-parent change to them."""
+        token = tuple(sorted(set(roots)))
+        if token not in self._logs:
+            self._logs[token] = PathLog.read(self.repo, self.tip, token, lambda _path: True)
+        return self._logs[token]
+
+    def master_log(self) -> PathLog:
+        """The master-config files: at the tip, and each first-parent change to them."""
+        token = ("<master>",)
+        if token not in self._logs:
+            self._logs[token] = PathLog.read(self.repo, self.tip, master_roots(), is_master_path)
+        return self._logs[token]

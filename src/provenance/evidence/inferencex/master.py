@@ -534,7 +534,7 @@ def load_master_configs(
         files[path] = sha
         found = reuse.get((path, sha)) if reuse is not None else None
         if found is None:
-            found = _file_entries(raw, path, sha, wanted, prefilter)
+            found = file_entries(raw, path, sha, wanted, prefilter)
             if reuse is not None:
                 reuse[(path, sha)] = found
         entries.extend(found[0])
@@ -544,7 +544,7 @@ def load_master_configs(
     )
 
 
-def _file_entries(
+def file_entries(
     raw: bytes, path: str, sha: str, wanted: Any, prefilter: TextFilter | None
 ) -> tuple[tuple[MasterEntry, ...], tuple[str, ...]]:
     """The entries of one master-config file and the warnings it gives."""
