@@ -5,7 +5,7 @@ pipes that would split a table cell, code fences, headings, entities) is placed 
 every untrusted field a markdown output shows: a variant name, a hardware id, a flag
 value, an evidence config key, a PR title, the revisions of a PR audit. Each surface —
 the audit report (``--format markdown``), the PR diff (the PR comment and the job
-summary of the Action), the PR-body citations (``cite``, English and 中文), the GitHub
+summary of the Action), the PR-body citations (``cite``, English and 中文), ``suggest``, the GitHub
 section of a job summary — is rendered by markdown-it-py (``gfm-like``: tables,
 strikethrough, linkify, raw HTML) and by cmark-gfm (GitHub's own renderer, with its
 table, autolink and tagfilter extensions, raw HTML kept), and the HTML is inspected:
@@ -230,10 +230,46 @@ def _github_section(value: str) -> str:
     return render_markdown(GitHubPrReport(pr=REF, not_checked=value))
 
 
+def _suggest(value: str) -> str:
+    """``suggest --format markdown``: the value as recipe, variant, flag, hardware,
+    checkpoint, deployment and reason of what no edit can express."""
+    from provenance.report import suggest as suggest_report
+    from provenance.review.suggest.model import EvidenceNeed, Inexpressible, SuggestReport
+
+    report = SuggestReport(
+        recipe=value,
+        recipe_file=value,
+        combinations=3,
+        recommended=0,
+        candidates_proven=2,
+        inexpressible=(
+            Inexpressible(
+                variant=value, flag=value, value=value, backed=(value,), unbacked=(), why=value
+            ),
+        ),
+        evidence_needed=(
+            EvidenceNeed(
+                variant=value,
+                hardware=value,
+                strategy=value,
+                checkpoint=value,
+                deployment=value,
+                combinations=1,
+                why=value,
+                flags={value: (f"kv_cache_dtype={value}",)},
+            ),
+        ),
+    )
+    out = io.StringIO()
+    suggest_report.write_markdown(report, out)
+    return out.getvalue()
+
+
 SURFACES: dict[str, Callable[[str], str]] = {
     "audit-markdown": _audit_markdown,
     "pr-diff": _pr_diff,
     "cite": _cite,
+    "suggest": _suggest,
     "job-summary-github": _github_section,
 }
 
