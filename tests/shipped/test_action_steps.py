@@ -1,0 +1,190 @@
+"""``action.yml`` as GitHub runs it: every ``run:`` step in order, from a fresh venv (the
+``setup-python`` step's), in a real recipes git repository built from the MiniMax-M3
+history, for a ``pull_request`` event naming the PR's base and head SHAs.
+
+The install step itself installs provenance non-editable from the action's path; the
+``uses:`` steps are not run, but what they are given is checked (the Python version, and
+a SARIF file that exists and is SARIF)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from composite_action import ActionRun, run_composite_action
+from recipes_history import HISTORY, PR682_BASE, PR682_HEAD
+from shipped_support import base_env, make_venv, recipes_repo
+
+pytestmark = [pytest.mark.shipped, pytest.mark.slow, pytest.mark.corpus]
+
+#: the fixture PR on top of #682: BF16 on MI325X, cells no InferenceX run benchmarked,
+#: gains a major flag (the KV cache dtype) and a tuning flag
+_BF16_ANCHOR = (
+    '    description: "Native BF16 checkpoint — multi-node TP recommended for'
+    ' long-context headroom"\n'
+)
+_BF16_MI325X = (
+    "    hardware_overrides:\n"
+    "      mi325x:\n"
+    "        extra_args:\n"
+    '          - "--kv-cache-dtype"\n'
+    '          - "fp8"\n'
+    '          - "--max-num-batched-tokens"\n'
+    '          - "32768"\n'
+)
+
+
+def _unbenchmarked_pr(head_text: str) -> str:
+    assert head_text.count(_BF16_ANCHOR) == 1
+    return head_text.replace(_BF16_ANCHOR, _BF16_ANCHOR + _BF16_MI325X)
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """#672 (the base of #682), #682, then the unbenchmarked-only fixture PR."""
+    if not HISTORY.is_dir():
+        pytest.skip("needs ../shared/corpus/recipes-history")
+    head = (HISTORY / PR682_HEAD).read_text(encoding="utf-8")
+    return recipes_repo(
+        tmp_path_factory.mktemp("recipes") / "recipes",
+        [
+            ("MiniMax-M3 as of recipes #672", (HISTORY / PR682_BASE).read_text(encoding="utf-8")),
+            ("MiniMax-M3 as of recipes #682", head),
+            ("BF16 on MI325X: KV cache dtype fp8", _unbenchmarked_pr(head)),
+        ],
+    )
+
+
+@pytest.fixture(scope="module")
+def setup_python_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What ``actions/setup-python`` leaves: a Python with nothing but pip, first on PATH."""
+    return make_venv(tmp_path_factory.mktemp("setup-python") / "venv")
+
+
+def _run(
+    checkout: Path,
+    setup_python_bin: Path,
+    repo: Path,
+    tmp_path: Path,
+    base: str,
+    head: str,
+    number: int,
+    **inputs: str,
+) -> ActionRun:
+    event = {
+        "action": "synchronize",
+        "number": number,
+        "pull_request": {"number": number, "base": {"sha": base}, "head": {"sha": head}},
+        "repository": {"full_name": "vllm-project/recipes"},
+    }
+    return run_composite_action(
+        checkout,
+        inputs=inputs,
+        event=event,
+        workspace=repo,
+        runner_temp=tmp_path / "runner-temp",
+        env=base_env(setup_python_bin),
+        repository="vllm-project/recipes",
+    )
+
+
+def _check_uses_steps(run: ActionRun, repo: Path) -> None:
+    setup = run.step("Set up Python")
+    assert setup.uses is not None and setup.uses.startswith("actions/setup-python@")
+    assert setup.with_inputs == {"python-version": "3.11"}
+    upload = run.step("Upload SARIF to code scanning")
+    assert upload.ran, "the SARIF is uploaded whatever the gate says"
+    assert upload.with_inputs == {"sarif_file": "./provenance.sarif", "category": "provenance"}
+    sarif = json.loads((repo / upload.with_inputs["sarif_file"]).read_text(encoding="utf-8"))
+    assert sarif["version"] == "2.1.0"
+    assert "sarif" in sarif["$schema"]
+    (tool_run,) = sarif["runs"]
+    assert tool_run["tool"]["driver"]["name"] == "provenance"
+
+
+def _ran_ok(run: ActionRun, name: str) -> None:
+    step = run.step(name)
+    assert step.ran and step.returncode == 0, f"{name}: {step.stdout[-2000:]}{step.stderr[-4000:]}"
+
+
+def test_the_682_replay_fails_the_gate(
+    checkout: Path, setup_python_bin: Path, history: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    repo, (pr672, pr682, _) = history
+    run = _run(checkout, setup_python_bin, repo, tmp_path, pr672, pr682, 682)
+    for name in (
+        "Install provenance (from this action's own source)",
+        "Resolve revisions",
+        "Audit the pull request (SARIF)",
+        "Job summary (markdown)",
+    ):
+        _ran_ok(run, name)
+    assert not run.step("Check PR citations and update the provenance comment").ran
+    assert run.outputs == {"exit-code": "1", "sarif-file": "provenance.sarif"}
+    _check_uses_steps(run, repo)
+    assert run.summary.startswith("### provenance: PR audit")
+    assert "**gate: FAIL" in run.summary
+    assert "#### Blocking" in run.summary
+    assert "InferenceX" in run.summary  # the summary names its ledger
+    gate = run.step("Gate")
+    assert gate.ran and gate.returncode == 1
+    assert "::error::provenance: the pull request exposes guide-only" in gate.stdout
+    assert run.failed
+
+
+def test_without_fail_on_gate_the_job_passes_and_the_output_keeps_the_code(
+    checkout: Path, setup_python_bin: Path, history: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    repo, (pr672, pr682, _) = history
+    run = _run(
+        checkout, setup_python_bin, repo, tmp_path, pr672, pr682, 682, **{"fail-on-gate": "false"}
+    )
+    assert run.outputs["exit-code"] == "1"
+    gate = run.step("Gate")
+    assert gate.ran and gate.returncode == 0
+    assert "::error::" in gate.stdout  # still annotated
+    assert not run.failed
+
+
+def test_a_pr_changing_only_unbenchmarked_cells_passes(
+    checkout: Path, setup_python_bin: Path, history: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    repo, (_, pr682, fixture) = history
+    run = _run(checkout, setup_python_bin, repo, tmp_path, pr682, fixture, 9001)
+    _ran_ok(run, "Audit the pull request (SARIF)")
+    assert run.outputs == {"exit-code": "0", "sarif-file": "provenance.sarif"}
+    _check_uses_steps(run, repo)
+    assert "**gate: PASS" in run.summary
+    assert "unbenchmarked" in run.summary
+    _ran_ok(run, "Gate")
+    assert not run.failed
+
+
+def test_extra_args_and_a_ledger_input_reach_every_audit(
+    checkout: Path, setup_python_bin: Path, history: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """``ledger``/``evidence`` inputs and ``extra-args`` words (a ``$RUNNER_TEMP`` path with
+    a space) arrive as single arguments: against an empty ledger every cell #682 touches
+    is unbenchmarked, so the replay that fails on the packaged ledger passes."""
+    repo, (pr672, pr682, _) = history
+    (tmp_path / "runner-temp" / "my ledger").mkdir(parents=True)
+    (repo.parent / "empty-evidence").mkdir(exist_ok=True)
+    run = _run(
+        checkout,
+        setup_python_bin,
+        repo,
+        tmp_path,
+        pr672,
+        pr682,
+        682,
+        **{
+            "evidence": "../empty-evidence",
+            "extra-args": '--ledger "$RUNNER_TEMP/my ledger"',
+        },
+    )
+    _ran_ok(run, "Resolve revisions")
+    assert "my ledger" in run.summary
+    assert "no manifest" in run.summary
+    assert run.outputs["exit-code"] == "0"
+    _ran_ok(run, "Gate")
