@@ -55,8 +55,10 @@ _ENTRIES_PER_WRITE = 8
 class _EntryWriter:
     """Serialises the verdict entries of one report, each shared part once.
 
-    Models and tuples of them are cached by ``id`` (hashing them by value would cost
-    what the cache saves): the writer lives only inside :func:`_write_verdicts`, and
+    Models and tuples of them are cached by ``id``: on the MiniMax-M3 report, hashing
+    every part by value takes 0.54 s (and the feature choices, which hold dicts, do not
+    hash at all), looking up their ids 0.03 s. The writer lives only inside
+    :func:`_write_verdicts`, and
     the report being written keeps every part alive meanwhile, so no id is reused
     while the writer exists. Scalars
     (and the scalar head of a selection set) are cached by value. The hot path
