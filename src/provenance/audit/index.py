@@ -91,7 +91,7 @@ class EvidenceIndex:
                 scope=scope,
                 major=reduced,
                 prs=prs,
-                validated=any(e.validated for e in linked),
+                validated=any(e.validates(record.id) for e in linked),
                 ref=EvidenceRef(record=record.id, prs=prs),
             )
             graph.records[record.id] = indexed

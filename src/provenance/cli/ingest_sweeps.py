@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from pydantic import BaseModel, ConfigDict
 
-from provenance.cli.options import ledger_dir_option
+from provenance.cli.options import evidence_dir_option, ledger_dir_option
 from provenance.cli.runner import run
 from provenance.github.sweeps import SweepIngestReport, ingest_sweeps, render_text
 from provenance.sources.github import (
@@ -27,15 +27,22 @@ class SweepsOptions(BaseModel):
     token_env: str
     api_url: str | None
     output_format: str
+    inferencex: Path | None = None
+    evidence: Path | None = None
 
 
 def run_sweeps(options: SweepsOptions) -> int:
     settings = GitHubSettings.from_environment(options.token_env)
     if options.api_url:
         settings = settings.model_copy(update={"api_url": options.api_url})
+    scope = None
+    if options.inferencex is not None and options.evidence is not None:
+        from provenance.evidence.inferencex.sweep_scope import sweep_scope
+
+        scope = sweep_scope(options.inferencex, options.evidence)
     github = connect(settings)
     try:
-        report: SweepIngestReport = ingest_sweeps(options.ledger, options.prs, github)
+        report: SweepIngestReport = ingest_sweeps(options.ledger, options.prs, github, scope=scope)
     finally:
         if isinstance(github, GitHubClient):
             github.close()
@@ -56,6 +63,15 @@ def run_sweeps(options: SweepsOptions) -> int:
     "Default: every PR in the ledger.",
 )
 @ledger_dir_option
+@evidence_dir_option("evidence")
+@click.option(
+    "--inferencex",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    metavar="PATH",
+    help="InferenceX git checkout (bare or not): record which records each run's head "
+    "ran (their files' content at the head SHA); a run validates only those.",
+)
 @click.option(
     "--token-env",
     default=DEFAULT_TOKEN_ENV,
@@ -77,7 +93,13 @@ def run_sweeps(options: SweepsOptions) -> int:
     show_default=True,
 )
 def sweeps(
-    prs: tuple[str, ...], ledger: Path, token_env: str, api_url: str | None, output_format: str
+    prs: tuple[str, ...],
+    ledger: Path,
+    evidence: Path,
+    inferencex: Path | None,
+    token_env: str,
+    api_url: str | None,
+    output_format: str,
 ) -> None:
     """Record green sweep runs (run id, attempt, head SHA, conclusion) of ledger PRs.
 
@@ -91,5 +113,7 @@ def sweeps(
         token_env=token_env,
         api_url=api_url,
         output_format=output_format,
+        inferencex=inferencex,
+        evidence=evidence,
     )
     run(lambda: run_sweeps(options))

@@ -21,7 +21,7 @@ as it is, and a disagreement with the API is reported, never silently overwritte
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Literal, get_args
@@ -310,11 +310,15 @@ def ingest_sweeps(
     *,
     today: dt.date | None = None,
     lock_timeout: float = 10.0,
+    scope: Callable[[LedgerEntry, SweepRun], tuple[str, ...]] | None = None,
 ) -> SweepIngestReport:
     """Record the green sweep runs of ``prs`` (default: every ledger PR) in the ledger.
 
     Everything is read from the API first; the ledger is written only once every read
-    has succeeded (under the writer lock, through ``Ledger.merge_entry``).
+    has succeeded (under the writer lock, through ``Ledger.merge_entry``). With
+    ``scope`` (the records of an entry a run's head ran, from an InferenceX
+    checkout), each run records them (``SweepRun.ran``) and validates only those;
+    a run already recorded without them gets them.
     """
     ledger = Ledger(ledger_root)
     entries = {entry.pr: entry for entry in ledger.entries()}
@@ -338,12 +342,22 @@ def ingest_sweeps(
         for sweeps in found:
             fresh = sweeps.sweep_runs(recorded)
             current = ledger.entry(sweeps.pr) or entries[sweeps.pr]
-            known = {(s.run_id, s.attempt) for s in current.sweeps}
+            if scope is not None:
+                fresh = tuple(
+                    s.model_copy(update={"scoped": True, "ran": scope(current, s)}) for s in fresh
+                )
+            known = {(s.run_id, s.attempt): s for s in current.sweeps}
             added = tuple(
                 (s.run_id, s.attempt) for s in fresh if (s.run_id, s.attempt) not in known
             )
+            scoped_now = any(
+                s.scoped
+                and (old := known.get((s.run_id, s.attempt))) is not None
+                and not old.scoped
+                for s in fresh
+            )
             changed = False
-            if added:
+            if added or scoped_now:
                 changed = ledger.merge_entry(
                     LedgerEntry(pr=sweeps.pr, sweeps=fresh, sources=(API_SOURCE,))
                 )

@@ -117,6 +117,13 @@ class SweepRun(BaseModel):
     evals: tuple[EvalScore, ...] = ()
     source: str
     recorded: dt.date | None = None
+    #: Whether ``ran`` was checked against an InferenceX checkout. Unchecked (a run
+    #: recorded without one, or before the check existed) validates every record of
+    #: the entry.
+    scoped: Literal[True] | None = None
+    #: The records this run's head ran: every file of theirs has at ``head_sha`` the content
+    #: it has at the record's commit (``evidence.inferencex.sweep_scope``).
+    ran: tuple[str, ...] = ()
     #: Successful benchmark / eval jobs (check-runs) of the run, when counted via the API.
     benchmark_jobs: int | None = Field(default=None, ge=0)
     eval_jobs: int | None = Field(default=None, ge=0)
@@ -147,6 +154,10 @@ class LedgerEntry(BaseModel):
     @property
     def validated(self) -> bool:
         return any(s.green for s in self.sweeps)
+
+    def validates(self, record_id: str) -> bool:
+        """Whether a green sweep of this PR ran ``record_id``'s content (see ``SweepRun.ran``)."""
+        return any(s.green and (not s.scoped or record_id in s.ran) for s in self.sweeps)
 
 
 class SelectionPattern(BaseModel):

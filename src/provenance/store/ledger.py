@@ -176,17 +176,24 @@ def merge_entries(old: LedgerEntry, new: LedgerEntry) -> LedgerEntry:
 
     Sets (config keys, files, records, sources) are unions in first-seen
     order. Sweeps are keyed by (run id, attempt); an already recorded sweep
-    (possibly by hand) is kept as it is, new runs are appended. Scalars take
+    (possibly by hand) is kept as it is — except that the records its head ran
+    (``ran``) are added when it had none checked — and new runs are appended. Scalars take
     the new value when it is set; hand-written notes are kept.
     """
     if old.pr != new.pr:
         raise ValueError(f"cannot merge ledger entries of different PRs ({old.pr}, {new.pr})")
-    known_runs = {(s.run_id, s.attempt) for s in old.sweeps}
+    known_runs = {(s.run_id, s.attempt): i for i, s in enumerate(old.sweeps)}
     sweeps = list(old.sweeps)
     for sweep in new.sweeps:
-        if (sweep.run_id, sweep.attempt) not in known_runs:
-            known_runs.add((sweep.run_id, sweep.attempt))
+        run = (sweep.run_id, sweep.attempt)
+        if run not in known_runs:
+            known_runs[run] = len(sweeps)
             sweeps.append(sweep)
+            continue
+        recorded = sweeps[known_runs[run]]
+        if sweep.scoped and not recorded.scoped:
+            # the records the run's head ran, checked now: the recorded facts stay
+            sweeps[known_runs[run]] = recorded.model_copy(update={"scoped": True, "ran": sweep.ran})
     return old.model_copy(
         update={
             "title": new.title or old.title,
