@@ -173,48 +173,104 @@ def _pd_entry(
 
 
 def test_renderers_count_combinations_of_selection_sets() -> None:
-    from provenance.report.diff import blocking_groups, change_rows, lens_rows
+    from provenance.report.diff import blocking_groups, lens_rows
 
     base = report(_pd_entry("h200", GUIDE, TP8))
     head = report(_pd_entry("h200", GUIDE, TP8 | INDEXER_UNBACKED))
     diff = diff_reports(base, head, base_label="a", head_label="b")
     assert len(changes(diff)) == 6 and len(diff.changes) == 1
-    ((key, group),) = blocking_groups(diff.changes)
-    assert key[1:] == ("nvfp4", "h200", "pd_cluster", "new-unevidenced-flag")
+    (group,) = blocking_groups(diff.changes)
+    assert (group.category, group.flag) == (
+        "new-unevidenced-flag",
+        "serve: attention_config.indexer_kv_dtype=fp8",
+    )
     assert group.count == 6
-    assert group.added == {"serve: attention_config.indexer_kv_dtype=fp8": 6}
-    assert change_rows(diff.changes) == [
-        (("flags-changed", "MiniMaxAI/MiniMax-M3", "nvfp4", "h200", "pd_cluster"), 6)
-    ]
+    ((cell_key, cell),) = group.cells.items()
+    assert cell_key == ("nvfp4", "h200")
+    assert (cell.count, cell.strategies, cell.features) == (6, {"pd_cluster"}, {"a", "b"})
     ((row_key, row),) = lens_rows(diff.lens[0])
-    assert row_key == ("nvfp4", "h200", "pd_cluster", "serve")
+    assert row_key == ("nvfp4", "h200")
     assert (row.evidenced, row.unevidenced) == (0, 6)
     assert (diff.lens[0].evidenced, diff.lens[0].unevidenced) == (0, 6)
 
 
-def test_markdown_and_text_stay_bounded_for_many_changed_shapes() -> None:
+def test_blocking_groups_follow_the_category_order_not_their_size() -> None:
+    from provenance.report.diff import blocking_groups
+
+    many = [f"hw{i}" for i in range(5)]
+    base = report(
+        entry(sel("nvfp4", "b200"), REC, TP8),
+        *(entry(sel("mxfp8", hw), GUIDE, TP8) for hw in many),
+    )
+    head = report(
+        entry(sel("nvfp4", "b200"), GUIDE, TP8 | INDEXER),
+        *(entry(sel("mxfp8", hw), GUIDE, TP8 | INDEXER_UNBACKED) for hw in many),
+    )
+    groups = blocking_groups(diff_reports(base, head, base_label="a", head_label="b").changes)
+    assert [(g.category, g.count) for g in groups] == [
+        ("regressed-verdict", 1),
+        ("new-unevidenced-flag", 5),
+    ]
+    assert {g.flag for g in groups} == {"serve: attention_config.indexer_kv_dtype=fp8"}
+    assert len(groups[1].cells) == 5
+
+
+def test_markdown_and_text_stay_bounded_and_count_what_they_leave_out() -> None:
     import io
+    import re
 
     from provenance.report.diff import (
-        MAX_CHANGE_ROWS,
-        MAX_GROUPS,
+        GITHUB_COMMENT_LIMIT,
+        MAX_CELLS,
+        TEXT_MAX_ROWS,
+        json_command,
         write_markdown,
         write_text,
     )
 
-    hardware = [f"hw{i:03d}" for i in range(150)]
-    base = report(*(entry(sel("nvfp4", hw), GUIDE, TP8) for hw in hardware))
-    head = report(*(entry(sel("nvfp4", hw), GUIDE, TP8 | INDEXER_UNBACKED) for hw in hardware))
+    long = "x" * 300  # long untrusted names: the budget, not the row caps, must cut
+    hardware = [f"hw{i:04d}{long}" for i in range(1500)]
+    base = report(*(entry(sel(f"v{i % 7}{long}", hw), GUIDE, TP8) for i, hw in enumerate(hardware)))
+    head = report(
+        *(
+            entry(
+                sel(f"v{i % 7}{long}", hw), GUIDE, TP8 | INDEXER_UNBACKED | {f"k{i}": ("1", False)}
+            )
+            for i, hw in enumerate(hardware)
+        )
+    )
     diff = diff_reports(base, head, base_label="a", head_label="b")
-    assert diff.gate.blocking == 150
+    assert diff.gate.blocking == 1500
     markdown, text = io.StringIO(), io.StringIO()
     write_markdown(diff, markdown)
     write_text(diff, text)
-    md = markdown.getvalue()
-    assert f"… {150 - MAX_GROUPS} more groups in the JSON output." in md
-    assert f"… {150 - MAX_CHANGE_ROWS} more rows in the JSON output." in md
-    assert len(md) < 65536  # a GitHub comment's limit
-    assert f"… {150 - MAX_CHANGE_ROWS} more rows in the JSON output" in text.getvalue()
+    md, txt = markdown.getvalue(), text.getvalue()
+    assert md.startswith("**gate: FAIL")
+    assert len(md) < GITHUB_COMMENT_LIMIT
+    # every cut says how many it left out, and how to see them all
+    shown_groups = md.count("New major flag or value")
+    left = [int(n) for n in re.findall(r"… (\d+) more blocking group", md)]
+    assert left and shown_groups + left[0] == 1500
+    assert "`" + json_command(diff) + "`" in md
+    assert txt.startswith("gate: FAIL")
+    assert txt.count("New major flag or value") == 1500  # the text drops no group
+    assert MAX_CELLS < TEXT_MAX_ROWS
+
+
+def test_text_lists_cut_rows_with_a_count_and_the_command() -> None:
+    import io
+
+    from provenance.report.diff import TEXT_MAX_ROWS, json_command, write_text
+
+    hardware = [f"hw{i:04d}" for i in range(TEXT_MAX_ROWS + 7)]
+    base = report(*(entry(sel("nvfp4", hw), GUIDE, TP8) for hw in hardware))
+    head = report(*(entry(sel("nvfp4", hw), GUIDE, TP8 | INDEXER_UNBACKED) for hw in hardware))
+    diff = diff_reports(base, head, base_label="a", head_label="b")
+    text = io.StringIO()
+    write_text(diff, text)
+    out = text.getvalue()
+    assert f"… 7 more cell(s) not shown; all of them: {json_command(diff)}" in out
+    assert out.count("nvfp4 · hw") == 2 * TEXT_MAX_ROWS  # the group's cells and the lens
 
 
 def test_json_reads_back_and_matches_the_published_schema() -> None:

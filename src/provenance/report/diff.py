@@ -1,125 +1,287 @@
 """Writers for the diff-aware audit: text (terminal), markdown (PR comment / job summary), json.
 
-Everything is grouped so that tens of thousands of changed combinations stay
-readable: blocking combinations by (recipe, variant, hardware, strategy, why),
-the flag lens by (flag, variant, hardware, strategy, role).
+Both readable writers follow one order, the reviewer's (``docs/audit.md``, "The PR gate"):
+
+1. the verdict line: ``gate: PASS`` or ``gate: FAIL`` and why, with the count of each
+   blocking category;
+2. the blocking groups, ordered regressions, new claims, new unevidenced flags, new
+   guide-only combinations; each names the flag and value it is about, its cells
+   (variant × hardware, with their strategies and features) and the nearest evidence
+   with its InferenceX PR;
+3. what improved (guide-only → recommended, newly exposed recommended combinations);
+4. the informational changes: unbenchmarked cells per variant × hardware, declared
+   guide-only combinations per declaration, the other changes, and the flag lens.
+
+Every list that is cut says how many rows it left out and the command that shows them
+all (:func:`json_command`); the markdown stays within GitHub's comment size limit
+(:data:`MARKDOWN_LIMIT`), the text is never cut silently.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from provenance.audit.verdicts import Claim, SelectionSet
 from provenance.escaping import markdown_cell_code as cell_code
 from provenance.escaping import markdown_code, markdown_inline, terminal
+from provenance.model.reasons import VerdictKind
 from provenance.report.grouping import reason_label
-from provenance.review.diff import ChangeGroup, DiffReport, LensEntry
+from provenance.review.diff import (
+    BLOCK_ORDER,
+    BlockReason,
+    ChangeGroup,
+    DiffReport,
+    LensEntry,
+)
 
-MAX_GROUPS = 60
-MAX_LENS_ROWS = 80
-#: rows of the "every change" table (by kind × recipe × variant × hardware × strategy)
-MAX_CHANGE_ROWS = 40
+#: GitHub's limit on a comment (and a job summary is shown the same way), in characters
+GITHUB_COMMENT_LIMIT = 65_536
+#: what the markdown writer may use: the rest is left for what ``report/pr.py`` appends
+MARKDOWN_LIMIT = 60_000
+#: cells listed per blocking group in the markdown
+MAX_CELLS = 30
+#: rows of each informational table in the markdown
+MAX_INFO_ROWS = 40
+#: (variant, hardware) rows of each flag of the lens in the markdown
+MAX_LENS_ROWS = 40
+#: rows the text output lists per list before a "… N more" line
+TEXT_MAX_ROWS = 200
 
-BLOCK_TEXT = {
-    "new-guide-only": "newly exposed, guide-only",
-    "regressed-verdict": "was recommended, now guide-only",
-    "new-unevidenced-flag": "now carries a major flag with no evidence in scope",
+CATEGORY_TITLE = {
+    "regressed-verdict": "Regressed: was recommended, now guide-only",
+    "new-claim": "New verified claim no recommended combination backs",
+    "new-unevidenced-flag": "New major flag or value no in-scope evidence sets",
+    "new-guide-only": "Newly exposed guide-only combinations where evidence exists",
 }
+#: the verdict line's count of each category, in the blocking order
+CATEGORY_COUNT = {
+    "regressed-verdict": "regressed",
+    "new-claim": "new unbacked claim(s)",
+    "new-unevidenced-flag": "newly carry an unevidenced major flag",
+    "new-guide-only": "newly exposed guide-only",
+}
+#: the order of the sections of blocking groups (a new claim is not a change group)
+SECTION_ORDER: tuple[str, ...] = (BLOCK_ORDER[0], "new-claim", *BLOCK_ORDER[1:])
+
+
+def json_command(diff: DiffReport) -> str:
+    """The command that writes every row (the JSON diff), run from the recipes checkout
+    with the same ``--ledger``/``--evidence`` as this run."""
+    return f"provenance audit --repo . --base {diff.base} --head {diff.head} --format json"
+
+
+# ---------------------------------------------------------------------------------------
+# Grouping
 
 
 @dataclass
-class _Group:
+class Cell:
+    """Combinations of one (variant, hardware) cell of a group."""
+
     count: int = 0
-    reasons: Counter[str] = field(default_factory=Counter)
+    strategies: set[str] = field(default_factory=set)
+    features: set[str] = field(default_factory=set)
+    #: nearest evidence (PR, config key, distance) -> combinations it is nearest to
     nearest: Counter[str] = field(default_factory=Counter)
-    added: Counter[str] = field(default_factory=Counter)
+
+    def nearest_text(self) -> str:
+        """The evidence nearest to most of the cell's combinations."""
+        if not self.nearest:
+            return "none in scope"
+        (label, _), *rest = self.nearest.most_common()
+        return label + (f" (+{len(rest)} other)" if rest else "")
 
 
-def blocking_groups(
-    changes: Iterable[ChangeGroup],
-) -> list[tuple[tuple[str, str, str, str, str], _Group]]:
-    """Blocking combinations by (recipe, variant, hardware, strategy, why); every count
-    is a number of combinations (a group's reasons count once per combination)."""
-    groups: dict[tuple[str, str, str, str, str], _Group] = defaultdict(_Group)
-    for change in changes:
-        if not change.blocking:
+def _add_cells(cells: dict[tuple[str, str], Cell], change: ChangeGroup, nearest: list[str]) -> int:
+    added = 0
+    for selections in change.selections:
+        count = selections.count
+        if not count:
             continue
-        reasons = [reason_label(r) for r in change.reasons]
-        nearest = [
-            f"{pr} ({near.config_key}, {near.distance} flag(s) apart)"
-            for near in change.nearest
-            for pr in near.prs
-        ]
-        added = [
-            f"{role}: {k}={v}"
-            for role, flags in change.flags.added.items()
-            for k, v in flags.items()
-        ]
-        added += [
-            f"{role}: {k}={new} (was {old})"
-            for role, moved in change.flags.changed.items()
-            for k, (old, new) in moved.items()
-        ]
-        for selections in change.selections:
-            count = selections.count
-            if not count:
-                continue
-            key = (
-                change.recipe,
-                selections.variant,
-                selections.hardware,
-                selections.strategy or "omni",
-                change.block_reason or "",
-            )
-            group = groups[key]
-            group.count += count
-            for counter, labels in (
-                (group.reasons, reasons),
-                (group.nearest, nearest),
-                (group.added, added),
-            ):
-                for label in labels:
-                    counter[label] += count
-    return sorted(groups.items(), key=lambda kv: (-kv[1].count, kv[0]))
+        cell = cells.setdefault((selections.variant, selections.hardware), Cell())
+        cell.count += count
+        cell.strategies.add(_strategy(selections))
+        cell.features.update(f for choice in selections.features for f in choice.features)
+        for label in nearest:
+            cell.nearest[label] += count
+        added += count
+    return added
 
 
-def change_rows(changes: Iterable[ChangeGroup]) -> list[tuple[tuple[str, str, str, str, str], int]]:
-    """Every changed combination, counted by (kind, recipe, variant, hardware, strategy)."""
-    rows: Counter[tuple[str, str, str, str, str]] = Counter()
-    for change in changes:
-        for selections in change.selections:
-            key = (
-                change.kind,
-                change.recipe,
-                selections.variant,
-                selections.hardware,
-                selections.strategy or "omni",
-            )
-            rows[key] += selections.count
-    return sorted((kv for kv in rows.items() if kv[1]), key=lambda kv: (kv[0][0], -kv[1], kv[0]))
+def _strategy(selections: SelectionSet) -> str:
+    strategy = selections.strategy or "omni"
+    if selections.kv_offload:
+        strategy += f" (kv_offload {selections.kv_offload})"
+    return strategy
+
+
+def _sorted_cells(cells: dict[tuple[str, str], Cell]) -> list[tuple[tuple[str, str], Cell]]:
+    return sorted(cells.items(), key=lambda kv: (-kv[1].count, kv[0]))
 
 
 @dataclass
-class _LensRow:
+class BlockGroup:
+    """Blocking combinations of one category about one flag (or set of flags)."""
+
+    category: BlockReason
+    #: the flags (``role: key=value``) the group is about, or what else made it block
+    flag: str
+    count: int = 0
+    recipes: set[str] = field(default_factory=set)
+    cells: dict[tuple[str, str], Cell] = field(default_factory=dict)
+    reasons: Counter[str] = field(default_factory=Counter)
+
+
+def _new_flags(change: ChangeGroup) -> list[tuple[str, str, str, str | None]]:
+    """(role, key, value, old value) of the major flags the change newly sets."""
+    found: list[tuple[str, str, str, str | None]] = [
+        (role, k, v, None) for role, flags in change.flags.added.items() for k, v in flags.items()
+    ]
+    found += [
+        (role, k, new, old)
+        for role, moved in change.flags.changed.items()
+        for k, (old, new) in moved.items()
+    ]
+    return found
+
+
+def _flag_text(role: str, key: str, value: str, old: str | None) -> str:
+    return f"{role}: {key}={value}" + (f" (was {old})" if old is not None else "")
+
+
+def block_flag(change: ChangeGroup) -> str:
+    """What a blocking change is about: the newly set major flags that its reasons name
+    (all newly set ones if none is named), else the reasons' own flags, else the codes."""
+    new = _new_flags(change)
+    named = {(r.role, r.flag, r.recipe_value) for r in change.reasons if r.flag}
+    picked = [f for f in new if (f[0], f[1], f[2]) in named] or new
+    if change.block_reason == "new-guide-only" or not picked:
+        # a new combination sets every flag: name the ones its reasons point at
+        flagged = sorted(
+            {
+                _flag_text(r.role or "?", r.flag, r.recipe_value or "", None)
+                for r in change.reasons
+                if r.flag
+            }
+        )
+        if flagged:
+            return ", ".join(flagged)
+        if not picked:
+            removed = [
+                f"{role}: no {k}={v}"
+                for role, flags in change.flags.removed.items()
+                for k, v in flags.items()
+            ]
+            if removed:
+                return ", ".join(sorted(removed))
+            return ", ".join(sorted({str(r.code) for r in change.reasons})) or "no major flag"
+    return ", ".join(sorted(_flag_text(*f) for f in picked))
+
+
+def _nearest_labels(change: ChangeGroup) -> list[str]:
+    distance: dict[tuple[str, str], int] = {}
+    for near in change.nearest:
+        for pr in near.prs or ("no PR recorded",):
+            key = (pr, near.config_key)
+            distance[key] = distance.get(key, 0) + near.distance
+    return [f"{pr} ({config}, {d} flag(s) apart)" for (pr, config), d in distance.items()]
+
+
+def blocking_groups(changes: Iterable[ChangeGroup]) -> list[BlockGroup]:
+    """Blocking combinations by (category, flag), in the blocking order (within a
+    category, the largest group first); every count is a number of combinations."""
+    groups: dict[tuple[str, str], BlockGroup] = {}
+    for change in changes:
+        if not change.blocking or change.block_reason is None:
+            continue
+        flag = block_flag(change)
+        group = groups.get((change.block_reason, flag))
+        if group is None:
+            group = groups[(change.block_reason, flag)] = BlockGroup(change.block_reason, flag)
+        count = _add_cells(group.cells, change, _nearest_labels(change))
+        if not count:
+            continue
+        group.count += count
+        group.recipes.add(change.recipe)
+        for reason in change.reasons:
+            group.reasons[reason_label(reason)] += count
+    ranked = [g for g in groups.values() if g.count]
+    return sorted(ranked, key=lambda g: (BLOCK_ORDER.index(g.category), -g.count, g.flag))
+
+
+@dataclass
+class InfoRow:
+    """Non-blocking changed combinations of one (variant, hardware) cell."""
+
+    count: int = 0
+    strategies: set[str] = field(default_factory=set)
+
+
+def _info(
+    changes: Iterable[ChangeGroup], pick: Callable[[ChangeGroup], str | None]
+) -> list[tuple[tuple[str, str, str], InfoRow]]:
+    """Rows (label, variant, hardware) of the changes ``pick`` labels (None: skipped)."""
+    rows: dict[tuple[str, str, str], InfoRow] = defaultdict(InfoRow)
+    for change in changes:
+        label = pick(change)
+        if label is None:
+            continue
+        for selections in change.selections:
+            if selections.count:
+                row = rows[(label, selections.variant, selections.hardware)]
+                row.count += selections.count
+                row.strategies.add(_strategy(selections))
+    return sorted(rows.items(), key=lambda kv: (kv[0][0], -kv[1].count, kv[0]))
+
+
+def _improved(change: ChangeGroup) -> str | None:
+    if change.head_verdict is not VerdictKind.RECOMMENDED:
+        return None
+    if change.kind == "new":
+        return "newly exposed, recommended"
+    if change.base_verdict is VerdictKind.GUIDE_ONLY:
+        return "was guide-only, now recommended"
+    return None
+
+
+def _unbenchmarked(change: ChangeGroup) -> str | None:
+    return change.kind if change.unbenchmarked else None
+
+
+def _declared(change: ChangeGroup) -> str | None:
+    if change.declared_by and change.head_verdict is VerdictKind.GUIDE_ONLY:
+        return change.declared_by
+    return None
+
+
+def _other(change: ChangeGroup) -> str | None:
+    if change.blocking or change.unbenchmarked or _improved(change) or _declared(change):
+        return None
+    verdicts = f"{change.base_verdict or '—'} → {change.head_verdict or '—'}"
+    return f"{change.kind}, {verdicts}"
+
+
+@dataclass
+class LensCell:
     evidenced: int = 0
     unevidenced: int = 0
     prs: set[str] = field(default_factory=set)
 
 
-def lens_rows(entry: LensEntry) -> list[tuple[tuple[str, str, str, str], _LensRow]]:
-    """One row per (variant, hardware, strategy, role) in which the flag now appears;
-    counts are combinations."""
-    rows: dict[tuple[str, str, str, str], _LensRow] = defaultdict(_LensRow)
+def lens_rows(entry: LensEntry) -> list[tuple[tuple[str, str], LensCell]]:
+    """One row per (variant, hardware) in which the flag now appears; counts are
+    (combination, role) pairs, as the entry's own."""
+    rows: dict[tuple[str, str], LensCell] = defaultdict(LensCell)
     for occ in entry.occurrences:
         for selections in occ.selections:
             count = selections.count
             if not count:
                 continue
-            strategy = selections.strategy or "omni"
+            row = rows[(selections.variant, selections.hardware)]
             for role in occ.roles:
-                row = rows[(selections.variant, selections.hardware, strategy, role.role)]
                 if role.evidence:
                     row.evidenced += count
                     row.prs.update(pr for ref in role.evidence for pr in ref.prs)
@@ -128,102 +290,287 @@ def lens_rows(entry: LensEntry) -> list[tuple[tuple[str, str, str, str], _LensRo
     return sorted(rows.items())
 
 
+def _claim_text(claim: Claim) -> str:
+    where = claim.subject if claim.kv_offload is not None else f"meta.hardware.{claim.hardware}"
+    return f"{claim.recipe}: {where}: {claim.claim} ({claim.recommended} recommended)"
+
+
+# ---------------------------------------------------------------------------------------
+# The verdict line
+
+
+def category_counts(diff: DiffReport, groups: Iterable[BlockGroup]) -> dict[str, int]:
+    """Combinations per blocking category (claims: the number of new claims)."""
+    counts = dict.fromkeys(SECTION_ORDER, 0)
+    for group in groups:
+        counts[group.category] += group.count
+    counts["new-claim"] = len(diff.claims)
+    return counts
+
+
+def verdict_line(diff: DiffReport, groups: Iterable[BlockGroup]) -> str:
+    """``gate: PASS …`` or ``gate: FAIL …`` and why (plain text: escape it to render)."""
+    gate = diff.gate
+    not_blocking = []
+    if gate.unbenchmarked:
+        not_blocking.append(
+            f"{gate.unbenchmarked} changed combination(s) unbenchmarked (no in-scope "
+            "evidence before or after)"
+        )
+    if gate.declared:
+        not_blocking.append(f"{gate.declared} declared guide-only")
+    tail = f"; reported, not blocking: {', '.join(not_blocking)}" if not_blocking else ""
+    if gate.passed:
+        return (
+            "gate: PASS — the PR makes no benchmarked combination worse and adds no "
+            f"unbacked claim{tail}"
+        )
+    counts = category_counts(diff, groups)
+    why = ", ".join(f"{counts[c]} {CATEGORY_COUNT[c]}" for c in SECTION_ORDER)
+    return f"gate: FAIL — {why}; not covered by a declaration{tail}"
+
+
 def write_json(diff: DiffReport, out: TextIO) -> None:
     # pydantic's serialiser is several times faster than json.dump on a large diff.
     out.write(diff.model_dump_json(by_alias=True))
     out.write("\n")
 
 
-def _gate_line(diff: DiffReport) -> str:
-    gate = diff.gate
-    unbenchmarked = (
-        f"; {gate.unbenchmarked} changed combination(s) unbenchmarked (no in-scope evidence "
-        "before or after): reported, not blocking"
-        if gate.unbenchmarked
-        else ""
+# ---------------------------------------------------------------------------------------
+# Markdown
+
+
+class _Budget:
+    """The markdown being written, within :data:`MARKDOWN_LIMIT` characters."""
+
+    def __init__(self, limit: int) -> None:
+        self.parts: list[str] = []
+        self.size = 0
+        self.limit = limit
+
+    def write(self, text: str) -> None:
+        self.parts.append(text)
+        self.size += len(text)
+
+    def fits(self, text: str, reserve: int) -> bool:
+        return self.size + len(text) + reserve <= self.limit
+
+
+#: characters kept free while writing a section, for the sections after it
+_RESERVE_BLOCKING = 14_000
+_RESERVE_IMPROVED = 9_000
+_RESERVE_INFO = 1_500
+
+
+def _md_rows(
+    out: _Budget,
+    rows: list[str],
+    cap: int,
+    reserve: int,
+    more: Callable[[int], str],
+) -> None:
+    """Write rows while within ``cap`` and the budget; then one line for the rest."""
+    written = 0
+    for row in rows:
+        if written >= cap or not out.fits(row, reserve):
+            break
+        out.write(row)
+        written += 1
+    if written < len(rows):
+        out.write(more(len(rows) - written))
+
+
+def _md_more(diff: DiffReport, what: str) -> Callable[[int], str]:
+    command = markdown_code(json_command(diff))
+    return lambda n: f"\n… {n} more {what} not shown; all of them: {command}\n"
+
+
+def _md_cells(cells: dict[tuple[str, str], Cell]) -> list[str]:
+    return [
+        f"| {cell_code(variant)} | {cell_code(hardware)} | "
+        f"{', '.join(cell_code(s) for s in sorted(c.strategies))} | "
+        f"{', '.join(cell_code(f) for f in sorted(c.features)) or '—'} | {c.count} | "
+        f"{markdown_inline(c.nearest_text())} |\n"
+        for (variant, hardware), c in _sorted_cells(cells)
+    ]
+
+
+def _md_group(out: _Budget, diff: DiffReport, number: int, group: BlockGroup) -> None:
+    recipes = ", ".join(markdown_code(r) for r in sorted(group.recipes))
+    out.write(
+        f"\n**{number}. {markdown_inline(CATEGORY_TITLE[group.category])}** — "
+        f"{markdown_code(group.flag)} — {group.count} combination(s) in {recipes}\n\n"
     )
-    if gate.passed:
-        declared = f"; {gate.declared} declared guide-only" if gate.declared else ""
-        return (
-            "gate: PASS — the PR makes no benchmarked combination worse and adds no unbacked "
-            f"claim{declared}{unbenchmarked}"
-        )
-    parts = []
-    if gate.blocking:
-        parts.append(f"{gate.blocking} combination(s) made worse or newly unbacked")
-    if gate.claims:
-        parts.append(f"{gate.claims} new verified claim(s) no recommended combination backs")
-    return f"gate: FAIL — {' and '.join(parts)}, not covered by a declaration{unbenchmarked}"
+    out.write("| variant | hardware | strategies | features | combinations | nearest evidence |\n")
+    out.write("|---|---|---|---|---|---|\n")
+    _md_rows(
+        out,
+        _md_cells(group.cells),
+        MAX_CELLS,
+        _RESERVE_BLOCKING,
+        _md_more(diff, "cell(s) of this group"),
+    )
+    reasons = "; ".join(f"{markdown_code(r)} ×{c}" for r, c in group.reasons.most_common(3))
+    out.write(f"\nReasons: {reasons or '—'}")
+    if len(group.reasons) > 3:
+        out.write(f" (and {len(group.reasons) - 3} more)")
+    out.write("\n")
+
+
+def _md_claims(out: _Budget, diff: DiffReport, number: int) -> None:
+    out.write(
+        f"\n**{number}. {markdown_inline(CATEGORY_TITLE['new-claim'])}** — "
+        f"{len(diff.claims)} claim(s)\n\n"
+    )
+    rows = [
+        f"- {markdown_code(_claim_text(c))}: {markdown_inline(c.detail or '—')}\n"
+        for c in diff.claims
+    ]
+    _md_rows(out, rows, MAX_INFO_ROWS, _RESERVE_BLOCKING, _md_more(diff, "claim(s)"))
+
+
+def _md_info_table(
+    out: _Budget,
+    diff: DiffReport,
+    title: str,
+    header: str,
+    rows: list[tuple[tuple[str, str, str], InfoRow]],
+    reserve: int,
+) -> None:
+    if not rows:
+        return
+    total = sum(r.count for _, r in rows)
+    out.write(f"\n**{markdown_inline(title)}** — {total} combination(s)\n\n")
+    out.write(f"| {header} | variant | hardware | strategies | combinations |\n")
+    out.write("|---|---|---|---|---|\n")
+    lines = [
+        f"| {cell_code(label)} | {cell_code(variant)} | {cell_code(hardware)} | "
+        f"{', '.join(cell_code(s) for s in sorted(row.strategies))} | {row.count} |\n"
+        for (label, variant, hardware), row in rows
+    ]
+    _md_rows(out, lines, MAX_INFO_ROWS, reserve, _md_more(diff, "row(s) of this table"))
 
 
 def write_markdown(diff: DiffReport, out: TextIO) -> None:
     s = diff.summary
-    w = out.write
-    w(f"### provenance: PR audit {markdown_code(diff.base)} → {markdown_code(diff.head)}\n\n")
-    w(f"**{markdown_inline(_gate_line(diff))}**\n\n")
-    recipes = ", ".join(markdown_code(r) for r in diff.recipes) or "none"
-    w(f"Recipes audited: {recipes}\n\n")
-    w("| combinations (base → head) | new | removed | verdict changed | flags changed |\n")
-    w("|---|---|---|---|---|\n")
-    w(
-        f"| {s.base_combinations} → {s.head_combinations} | {s.new} | {s.removed} | "
-        f"{s.verdict_changed} | {s.flags_changed} |\n\n"
-    )
     groups = blocking_groups(diff.changes)
-    if groups:
-        w("#### Blocking (new or regressed, undeclared)\n\n")
-        w("| recipe | variant | hardware | strategy | why | combinations | top reasons ")
-        w("| nearest |\n")
-        w("|---|---|---|---|---|---|---|---|\n")
-        for (recipe, variant, hardware, strategy, why), g in groups[:MAX_GROUPS]:
-            reasons = "<br>".join(f"{cell_code(r)} ×{n}" for r, n in g.reasons.most_common(3))
-            nearest = "<br>".join(markdown_inline(n) for n, _ in g.nearest.most_common(2))
-            w(
-                f"| {cell_code(recipe)} | {cell_code(variant)} | {cell_code(hardware)} "
-                f"| {cell_code(strategy)} | {markdown_inline(BLOCK_TEXT.get(why, why))} "
-                f"| {g.count} | {reasons} | {nearest or '—'} |\n"
+    md = _Budget(MARKDOWN_LIMIT)
+    w = md.write
+    w(f"**{markdown_inline(verdict_line(diff, groups))}**\n\n")
+    recipes = ", ".join(markdown_code(r) for r in diff.recipes) or "none"
+    w(
+        f"provenance PR audit {markdown_code(diff.base)} → {markdown_code(diff.head)}; "
+        f"recipes: {recipes}; combinations {s.base_combinations} → {s.head_combinations} "
+        f"(new {s.new}, removed {s.removed}, verdict changed {s.verdict_changed}, flags "
+        f"changed {s.flags_changed})\n"
+    )
+    if groups or diff.claims:
+        w("\n#### Blocking\n")
+        sections: list[BlockGroup | None] = [g for g in groups if g.category == BLOCK_ORDER[0]]
+        if diff.claims:
+            sections.append(None)
+        sections += [g for g in groups if g.category != BLOCK_ORDER[0]]
+        for number, group in enumerate(sections, start=1):
+            if not md.fits("x" * 400, _RESERVE_BLOCKING):
+                rest = sections[number - 1 :]
+                left = sum(g.count for g in rest if g is not None)
+                w(_md_more(diff, f"blocking group(s) ({left} combination(s))")(len(rest)))
+                break
+            if group is None:
+                _md_claims(md, diff, number)
+            else:
+                _md_group(md, diff, number, group)
+    improved = _info(diff.changes, _improved)
+    w("\n#### Improved\n")
+    if improved:
+        _md_info_table(md, diff, "Now recommended", "change", improved, _RESERVE_IMPROVED)
+    else:
+        w("\nNothing became recommended.\n")
+    w("\n#### Informational (not blocking)\n")
+    _md_info_table(
+        md,
+        diff,
+        "Unbenchmarked: no in-scope evidence before or after",
+        "change",
+        _info(diff.changes, _unbenchmarked),
+        _RESERVE_INFO,
+    )
+    _md_info_table(
+        md,
+        diff,
+        "Declared guide-only",
+        "declaration",
+        _info(diff.changes, _declared),
+        _RESERVE_INFO,
+    )
+    _md_info_table(
+        md,
+        diff,
+        "Other changes",
+        "change",
+        _info(diff.changes, _other),
+        _RESERVE_INFO,
+    )
+    for position, entry in enumerate(diff.lens):
+        flag = markdown_code(f"{entry.key}={entry.value}")
+        head = (
+            f"\n**Flag lens** {flag}: where the PR's flag now appears — {entry.evidenced} "
+            f"(combination, role) pair(s) with evidence, {entry.unevidenced} without\n\n"
+        )
+        if not md.fits(head + "x" * 400, _RESERVE_INFO):
+            w(_md_more(diff, "flag lens entry(ies)")(len(diff.lens) - position))
+            break
+        w(head)
+        w("| variant | hardware | with evidence | without | PRs |\n|---|---|---|---|---|\n")
+        lines = []
+        for (variant, hardware), row in lens_rows(entry):
+            prs = ", ".join(markdown_inline(p) for p in sorted(row.prs)) or "—"
+            lines.append(
+                f"| {cell_code(variant)} | {cell_code(hardware)} | {row.evidenced} | "
+                f"{row.unevidenced} | {prs} |\n"
             )
-        if len(groups) > MAX_GROUPS:
-            w(f"\n… {len(groups) - MAX_GROUPS} more groups in the JSON output.\n")
-        w("\n")
-    rows = change_rows(diff.changes)
-    if rows:
-        w("#### Changed combinations\n\n")
-        w("| change | recipe | variant | hardware | strategy | combinations |\n")
-        w("|---|---|---|---|---|---|\n")
-        for (kind, recipe, variant, hardware, strategy), count in rows[:MAX_CHANGE_ROWS]:
-            w(
-                f"| {cell_code(kind)} | {cell_code(recipe)} | {cell_code(variant)} "
-                f"| {cell_code(hardware)} | {cell_code(strategy)} | {count} |\n"
-            )
-        if len(rows) > MAX_CHANGE_ROWS:
-            w(f"\n… {len(rows) - MAX_CHANGE_ROWS} more rows in the JSON output.\n")
-        w("\n")
-    if diff.lens:
-        w("#### Flag lens: every combination where an added or changed major flag appears\n\n")
-        w("| flag | variant | hardware | strategy | role | with evidence | without | PRs |\n")
-        w("|---|---|---|---|---|---|---|---|\n")
-        shown = total = 0
-        for entry in diff.lens:
-            rows_of_entry = lens_rows(entry)
-            total += len(rows_of_entry)
-            for (variant, hardware, strategy, role), row in rows_of_entry:
-                if shown >= MAX_LENS_ROWS:
-                    break
-                shown += 1
-                prs = ", ".join(markdown_inline(p) for p in sorted(row.prs)) or "—"
-                w(
-                    f"| {cell_code(f'{entry.key}={entry.value}')} | {cell_code(variant)} "
-                    f"| {cell_code(hardware)} | {cell_code(strategy)} | "
-                    f"{cell_code(role)} | {row.evidenced} | {row.unevidenced} | {prs} |\n"
-                )
-        if total > shown:
-            w(f"\n… {total - shown} more rows in the JSON output.\n")
+        _md_rows(md, lines, MAX_LENS_ROWS, _RESERVE_INFO, _md_more(diff, "lens row(s)"))
+    w("\nTuning and harness flags are not compared: the audit judges major flags only.\n")
+    out.write("".join(md.parts))
+
+
+# ---------------------------------------------------------------------------------------
+# Text
+
+
+def _text_rows(out: TextIO, diff: DiffReport, rows: list[str], indent: str, what: str) -> None:
+    for row in rows[:TEXT_MAX_ROWS]:
+        out.write(row)
+    if len(rows) > TEXT_MAX_ROWS:
+        out.write(
+            f"{indent}… {len(rows) - TEXT_MAX_ROWS} more {what} not shown; all of them: "
+            f"{terminal(json_command(diff))}\n"
+        )
+
+
+def _text_info(
+    out: TextIO,
+    diff: DiffReport,
+    title: str,
+    rows: list[tuple[tuple[str, str, str], InfoRow]],
+) -> None:
+    if not rows:
+        return
+    total = sum(r.count for _, r in rows)
+    out.write(f"  {title}: {total} combination(s)\n")
+    lines = [
+        f"    {terminal(label)} · {terminal(variant)} · {terminal(hardware)} · "
+        f"{', '.join(terminal(s) for s in sorted(row.strategies))}: {row.count}\n"
+        for (label, variant, hardware), row in rows
+    ]
+    _text_rows(out, diff, lines, "    ", "row(s)")
 
 
 def write_text(diff: DiffReport, out: TextIO) -> None:
     s = diff.summary
     w = out.write
+    groups = blocking_groups(diff.changes)
+    w(terminal(verdict_line(diff, groups)) + "\n")
     w(f"PR audit {terminal(diff.base)} -> {terminal(diff.head)}\n")
     w(f"recipes: {', '.join(terminal(r) for r in diff.recipes) or 'none changed'}\n")
     w(
@@ -231,39 +578,62 @@ def write_text(diff: DiffReport, out: TextIO) -> None:
         f"removed {s.removed}, verdict changed {s.verdict_changed}, "
         f"flags changed {s.flags_changed}\n"
     )
-    w(_gate_line(diff) + "\n")
-    for (recipe, variant, hardware, strategy, why), g in blocking_groups(diff.changes)[:MAX_GROUPS]:
-        w(
-            f"\n  BLOCK {terminal(recipe)} · {terminal(variant)} · {terminal(hardware)} · "
-            f"{terminal(strategy)}: {g.count} combination(s) {BLOCK_TEXT.get(why, why)}\n"
-        )
-        for flag, n in g.added.most_common(4):
-            w(f"      + {terminal(flag)} ({n})\n")
-        for reason, n in g.reasons.most_common(3):
-            w(f"      reason: {terminal(reason)} ({n})\n")
-        for near, _n in g.nearest.most_common(2):
-            w(f"      nearest: {terminal(near)}\n")
-    rows = change_rows(diff.changes)
-    if rows:
-        w("\nchanged combinations:\n")
-        for (kind, recipe, variant, hardware, strategy), count in rows[:MAX_CHANGE_ROWS]:
-            w(
-                f"  {kind} {terminal(recipe)} · {terminal(variant)} · {terminal(hardware)} · "
-                f"{terminal(strategy)}: {count}\n"
-            )
-        if len(rows) > MAX_CHANGE_ROWS:
-            w(f"  … {len(rows) - MAX_CHANGE_ROWS} more rows in the JSON output\n")
-    if diff.lens:
-        w("\nflag lens (added or changed major flags, where they now appear):\n")
-        for entry in diff.lens:
-            w(
-                f"  {terminal(entry.key)}={terminal(entry.value)}: {entry.evidenced} with "
-                f"evidence, {entry.unevidenced} without\n"
-            )
-            for (variant, hardware, strategy, role), row in lens_rows(entry)[:MAX_LENS_ROWS]:
-                prs = ", ".join(sorted(row.prs)) or "no evidence"
+    if groups or diff.claims:
+        w("\nBLOCKING\n")
+        number = 0
+        for section in SECTION_ORDER:
+            if section == "new-claim":
+                if diff.claims:
+                    number += 1
+                    w(f"\n  {number}. {CATEGORY_TITLE[section]}: {len(diff.claims)} claim(s)\n")
+                    lines = [
+                        f"      {terminal(_claim_text(c))}: {terminal(c.detail or '—')}\n"
+                        for c in diff.claims
+                    ]
+                    _text_rows(out, diff, lines, "      ", "claim(s)")
+                continue
+            for group in (g for g in groups if g.category == section):
+                number += 1
                 w(
-                    f"    {terminal(variant)} · {terminal(hardware)} · {terminal(strategy)} · "
-                    f"{terminal(role)}: {row.evidenced}/{row.evidenced + row.unevidenced} "
-                    f"backed ({terminal(prs)})\n"
+                    f"\n  {number}. {CATEGORY_TITLE[section]} — {terminal(group.flag)} — "
+                    f"{group.count} combination(s) in "
+                    f"{', '.join(terminal(r) for r in sorted(group.recipes))}\n"
                 )
+                lines = [
+                    f"      {terminal(variant)} · {terminal(hardware)} · "
+                    f"{', '.join(terminal(x) for x in sorted(c.strategies))} · features: "
+                    f"{', '.join(terminal(f) for f in sorted(c.features)) or 'none'}: "
+                    f"{c.count}; nearest evidence: {terminal(c.nearest_text())}\n"
+                    for (variant, hardware), c in _sorted_cells(group.cells)
+                ]
+                _text_rows(out, diff, lines, "      ", "cell(s)")
+                for reason, n in group.reasons.most_common():
+                    w(f"      reason: {terminal(reason)} ({n})\n")
+    w("\nIMPROVED\n")
+    improved = _info(diff.changes, _improved)
+    if improved:
+        _text_info(out, diff, "now recommended", improved)
+    else:
+        w("  nothing became recommended\n")
+    w("\nINFORMATIONAL (not blocking)\n")
+    _text_info(
+        out,
+        diff,
+        "unbenchmarked (no in-scope evidence before or after)",
+        _info(diff.changes, _unbenchmarked),
+    )
+    _text_info(out, diff, "declared guide-only", _info(diff.changes, _declared))
+    _text_info(out, diff, "other changes", _info(diff.changes, _other))
+    for entry in diff.lens:
+        w(
+            f"  flag lens {terminal(entry.key)}={terminal(entry.value)}: {entry.evidenced} "
+            f"(combination, role) pair(s) with evidence, {entry.unevidenced} without\n"
+        )
+        lines = [
+            f"    {terminal(variant)} · {terminal(hardware)}: "
+            f"{row.evidenced}/{row.evidenced + row.unevidenced} backed "
+            f"({terminal(', '.join(sorted(row.prs)) or 'no evidence')})\n"
+            for (variant, hardware), row in lens_rows(entry)
+        ]
+        _text_rows(out, diff, lines, "    ", "lens row(s)")
+    w("  tuning and harness flags are not compared: the audit judges major flags only\n")
