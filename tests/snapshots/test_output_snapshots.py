@@ -23,6 +23,7 @@ import git
 import pytest
 from click.testing import CliRunner
 from recipes_history import HISTORY, MODEL, PR682_BASE, PR682_HEAD, REPO_ROOT
+from recipes_support import full_checkout
 from syrupy.assertion import SnapshotAssertion
 
 from provenance.cli.main import cli
@@ -122,12 +123,6 @@ CASES: dict[str, Case] = {
 }
 
 
-def _checkout() -> Path | None:
-    given = os.environ.get("PROVENANCE_RECIPES_ROOT")
-    path = Path(given) if given else Path("/tmp/recipes-8959cf6")
-    return path if (path / "taxonomy.yaml").is_file() and (path / "models").is_dir() else None
-
-
 @pytest.fixture(scope="module")
 def pr682_repo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The embedded recipes root in a git repository: base = MiniMax-M3 after recipes
@@ -183,7 +178,7 @@ def test_output(
     if case.needs == "corpus":
         values = request.getfixturevalue("pr682_repo")
     elif case.needs == "checkout":
-        checkout = _checkout()
+        checkout = full_checkout()
         if checkout is None:
             pytest.skip("no vllm-project/recipes checkout (set PROVENANCE_RECIPES_ROOT)")
         values = {"checkout": str(checkout)}
