@@ -7,17 +7,18 @@ key × search-space point, every role of the deployment in one record — and on
 identical record (same flags, topology, sources …) collapse into one record
 listing every workload point it covers.
 
-Attribution. A record at revision ``rev`` is backed by the PR whose squash
-commit last changed its *content* at or before ``rev``: the newest of (a) the
-last content change of its launcher or srt-slurm recipe (renames followed) and
-(b) the commit that introduced its master-config entry's exact text (moving an
-entry to ``configs/deprecated`` is not a change). PRs whose
-``perf-changelog.yaml`` entry names the key and that merged at or after that
-change re-swept the same content and back the record too. An archived entry
-evaluated with a launcher changed after its archiving was never swept that way
-and yields no record. With ``prs``, each PR N is ingested at its merge commit
-and only the records N backs there are kept (records whose content N changed,
-or whose key N's changelog entry names). See ``docs/evidence.md``.
+Attribution, by content (:mod:`~provenance.evidence.inferencex.content_trace`).
+A record at revision ``rev`` is backed by the PR whose squash commit introduced
+the newest of its contents: its master-config points (image, model, runner,
+precision, framework, shape and the search-space point) and its launcher text or
+srt-slurm recipe. Commits that only moved, renamed or deprecated those contents
+back nothing; they are the record's ``history``. PRs whose ``perf-changelog.yaml``
+entry names the key and that merged at or after that origin re-swept the same
+content and back the record too. An archived entry evaluated with a launcher
+changed after its archiving was never swept that way and yields no record. With
+``prs``, each PR N is ingested at its merge commit and only the records N backs
+there are kept (records whose content N introduced, or whose key N's changelog
+entry names). See ``docs/evidence.md``.
 """
 
 from __future__ import annotations
