@@ -12,7 +12,7 @@ import pytest
 from recipes_history import MODEL, REPO_ROOT
 from shipped_support import base_env, run
 
-pytestmark = pytest.mark.shipped
+pytestmark = [pytest.mark.shipped, pytest.mark.slow]
 
 
 def _site_packages(installed_bin: Path) -> Path:
