@@ -1,12 +1,13 @@
 """Long security campaign: the suite's fuzz targets and SIGKILL loop, scaled up.
 
 Runs ``tests/security/test_sec_fuzz.py`` with many more (random, not
-derandomised) examples per target and ``tests/security/test_sec_crash.py`` with
+derandomised) examples per target, ``tests/security/test_sec_fuzz_cli.py`` with
+many more per CLI command, and ``tests/security/test_sec_crash.py`` with
 many more kills, then prints the figures quoted in ``docs/security.md``:
 fuzz inputs run per target (and how many were refused with a documented
 error), SIGKILLs survived, records lost.
 
-    python scripts/fuzz_security.py --examples 3000 --kills 60
+    python scripts/fuzz_security.py --examples 3000 --cli-examples 150 --kills 60
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=3000, help="examples per fuzz target")
     parser.add_argument("--kills", type=int, default=60, help="SIGKILL iterations")
+    parser.add_argument("--cli-examples", type=int, default=150, help="examples per CLI command")
     args = parser.parse_args()
     failures = 0
     if args.examples:
@@ -51,6 +53,16 @@ def main() -> int:
         failures += code != 0
         counts = re.findall(r"^fuzz inputs run: (.*)$", output, re.M)
         print("fuzz inputs run:", counts[-1] if counts else "(none reported)")
+        if code:
+            print(output[-6000:])
+    if args.cli_examples:
+        code, output = _pytest(
+            "tests/security/test_sec_fuzz_cli.py",
+            {"PROVENANCE_FUZZ_CLI_EXAMPLES": str(args.cli_examples), "PROVENANCE_FUZZ_RANDOM": "1"},
+        )
+        failures += code != 0
+        counts = re.findall(r"^CLI fuzz inputs run: (.*)$", output, re.M)
+        print("CLI fuzz inputs run:", counts[-1] if counts else "(none reported)")
         if code:
             print(output[-6000:])
     if args.kills:
