@@ -85,7 +85,10 @@ def test_mirror_head_skips_name_the_launcher_form() -> None:
         pytest.skip(f"InferenceX mirror not found at {MIRROR}")
     result = extract(MIRROR, "843c6254f", None, "*-vllm-disagg", [])
     codes = {(s.code, s.framework) for s in result.summary.skipped}
-    assert ("amd-disagg-python-eval", "vllm-disagg") in codes
+    # the AMD chain is read (test_amd_disagg.py); at HEAD its archived keys' helpers
+    # changed after archiving, so those points were never swept as read
+    assert ("amd-disagg-python-eval", "vllm-disagg") not in codes
+    assert ("archived-launcher-changed", "vllm-disagg") in codes
     assert all(c != "multinode-without-config-file" for c, f in codes if f == "vllm-disagg")
     llmd = extract(MIRROR, "843c6254f", None, "*-llmd-vllm", [])
     assert {s.code for s in llmd.summary.skipped} == {"llmd-recipe-not-evaluated"}

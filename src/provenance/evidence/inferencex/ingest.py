@@ -36,6 +36,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from provenance.errors import InputError
+from provenance.evidence.inferencex.amd_disagg import (
+    NotUnderstoodError,
+    is_amd_vllm_disagg,
+    read_point,
+)
 from provenance.evidence.inferencex.blocks import changed_by
 from provenance.evidence.inferencex.changelog import changelog_links
 from provenance.evidence.inferencex.content_trace import (
@@ -442,10 +447,69 @@ class _Extractor:
         self._recipes[path] = result
         return result
 
+    def _amd_disagg(self, entry: MasterEntry, point: MultiNodePoint, out: _Extraction) -> None:
+        """An AMD vllm-disagg point (``amd_disagg.py``): prefill/decode from the launcher chain."""
+        try:
+            evidence = read_point(self.snapshot, entry, point)
+        except MissingObjectError:
+            raise
+        except NotUnderstoodError as exc:
+            if self._consider(entry.key, ""):
+                self._skip("amd-disagg-python-eval", entry)
+                self.summary.warnings.append(f"{entry.key}: AMD vllm-disagg chain: {exc}")
+            return
+        except InputError as exc:
+            if self._consider(entry.key, ""):
+                self._skip("launcher-not-evaluable", entry)
+                self.summary.warnings.append(f"{entry.key}: {exc}")
+            return
+        if not self._consider(entry.key, evidence.launcher):
+            return
+        if evidence.via_deprecated:
+            self.summary.warnings.append(
+                f"{entry.key}: archived launcher resolved in its deprecated/ directory: "
+                f"{evidence.launcher}"
+            )
+        files: list[tuple[str, FileKind]] = [(entry.path, "master-config")]
+        files += [(path, "launcher") for path in evidence.files() if path.endswith(".sh")]
+        files += [(path, "other") for path in evidence.files() if not path.endswith(".sh")]
+        files.append((evidence.runner_launcher, "other"))
+        record = self._record(
+            entry,
+            files,
+            evidence.topology,
+            {name: role.flags for name, role in evidence.roles.items()},
+            evidence.partial,
+        )
+        workloads = [
+            WorkloadPoint(
+                scenario=point.scenario,
+                isl=point.isl,
+                osl=point.osl,
+                conc=conc,
+                prefill=point.prefill.label() if point.prefill else None,
+                decode=point.decode.label() if point.decode else None,
+            )
+            for conc in point.concs
+        ]
+        out.drafts.append(
+            _Draft(
+                record,
+                workloads,
+                evidence.attributed(),
+                entry.path,
+                entry.archived,
+                entry.model_prefix,
+                {point_key(entry, point)},
+            )
+        )
+
     def _multi(self, entry: MasterEntry, point: MultiNodePoint, out: _Extraction) -> None:
         config_file = point.config_file()
         if config_file is None:
-            if self._consider(entry.key, ""):
+            if is_amd_vllm_disagg(entry.framework, self.snapshot):
+                self._amd_disagg(entry, point, out)
+            elif self._consider(entry.key, ""):
                 self._skip(without_config_file_skip(self.snapshot, entry.framework), entry)
             return
         origin = f"{entry.path}:{point.line} ({entry.key})"

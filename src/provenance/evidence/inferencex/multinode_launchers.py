@@ -3,12 +3,11 @@
 Two InferenceX multinode paths serve vLLM without an srt-slurm recipe:
 
 * AMD ``vllm-disagg`` (``runners/launch_mi355x-*.sh`` →
-  ``benchmarks/multi_node/amd_utils/submit.sh`` → ``server_vllm.sh``): the
-  prefill and decode flags come from ``models_vllm.yaml``, selected and
-  rewritten by ``eval "$(python3 -c …)"`` and ``sed`` pipelines in
-  ``server_vllm.sh``. Running that Python is executing PR content, so the
-  point is skipped as ``amd-disagg-python-eval`` when the launcher has that
-  form (``multinode-without-config-file`` otherwise).
+  ``benchmarks/multi_node/amd_utils/submit.sh`` → ``server_vllm.sh``): read
+  by :mod:`provenance.evidence.inferencex.amd_disagg`, which reimplements the
+  ``eval "$(python3 -c …)"`` lookup in ``models_vllm.yaml`` and the ``sed``
+  rewrites. A chain not in that form is skipped as ``amd-disagg-python-eval``
+  (``multinode-without-config-file`` when ``server_vllm.sh`` is absent).
 * llm-d (framework ``llmd-*``, ``benchmarks/multi_node/llm-d/submit.sh``):
   ``CONFIG_FILE`` names ``benchmarks/multi_node/llm-d-recipes/<CONFIG_FILE>``,
   an EPP router config plus per-role ``extra-args`` that ``llm-d/server.sh``

@@ -44,8 +44,9 @@ SKIP_MESSAGES: dict[SkipCode, str] = {
         "multinode point without CONFIG_FILE (framework {framework})"
     ),
     "amd-disagg-python-eval": (
-        "AMD vllm-disagg launcher takes its serve flags from models_vllm.yaml through "
-        'eval "$(python3 ...)" (not evaluated statically)'
+        "AMD vllm-disagg launcher chain not in the form amd_disagg.py reimplements (its "
+        'models_vllm.yaml eval "$(python3 ...)" is never run; a warning names the file and '
+        "the missing step)"
     ),
     "llmd-recipe-not-evaluated": (
         "llm-d recipe is in the tree but its server.sh composition is not evaluated"
@@ -84,6 +85,8 @@ def _legacy_pattern(template: str) -> re.Pattern[str]:
 _LEGACY = [(code, _legacy_pattern(text)) for code, text in SKIP_MESSAGES.items()]
 #: Messages of earlier versions of a code (its current message is matched too).
 _OLD_MESSAGES: dict[str, SkipCode] = {
+    "AMD vllm-disagg launcher takes its serve flags from models_vllm.yaml through "
+    'eval "$(python3 ...)" (not evaluated statically)': "amd-disagg-python-eval",
     "srt-slurm recipe not in the InferenceX tree (upstream srt-slurm recipe)": (
         "recipe-not-in-tree"
     ),
