@@ -10,7 +10,7 @@ are resolved by :func:`default_inputs` alone). The decisions live in
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -230,24 +230,74 @@ def ledger_dirs(inputs: AuditInputs) -> tuple[Path, Path]:
 
 
 def load_graph(
-    ledger: Path, evidence: Path, normaliser: RoleNormaliser
+    ledger: Path,
+    evidence: Path,
+    normaliser: RoleNormaliser,
+    model_ids: Collection[str] | None = None,
 ) -> tuple[EvidenceIndex, Declarations]:
+    """The evidence index of the ledger and store, and the declarations.
+
+    With ``model_ids``, only the records whose checkpoint one of them can select are
+    loaded (through the store's checkpoint index, :mod:`provenance.store.record_index`);
+    without, every record. Either way an entry citing a record the store lacks stops
+    the audit (exit 4).
+    """
+    graph, declarations, _ = _load_graph(ledger, evidence, normaliser, model_ids)
+    return graph, declarations
+
+
+def _load_graph(
+    ledger: Path,
+    evidence: Path,
+    normaliser: RoleNormaliser,
+    model_ids: Collection[str] | None,
+) -> tuple[EvidenceIndex, Declarations, int]:
+    """:func:`load_graph`, and how many records the store holds."""
     from provenance.store.entry_cache import ParsedEntries
     from provenance.store.evidence import EvidenceStore
     from provenance.store.ledger import Ledger
+    from provenance.store.record_index import load_scoped
     from provenance.store.verified import VerifiedRecords
 
     book = Ledger(ledger)
     store = EvidenceStore(evidence)
-    records = store.load_all(VerifiedRecords.open())
+    present: Collection[str]
+    if model_ids is None:
+        records = store.load_all(VerifiedRecords.open())
+        present = records
+    else:
+        scoped = load_scoped(store, model_ids, VerifiedRecords.open())
+        records, present = scoped.records, scoped.present
     entries = book.entries(ParsedEntries.open())
-    _refuse_dangling(book, store, entries, records)
+    _refuse_dangling(book, store, entries, present)
     graph = EvidenceIndex.build(records.values(), entries, normaliser.major)
-    return graph, book.declarations()
+    return graph, book.declarations(), len(present)
+
+
+def recipe_model_ids(recipes: Iterable[Recipe]) -> frozenset[str]:
+    """Every checkpoint the recipes can select: each ``model_id`` anywhere in them (the
+    model's, each variant's, each omni task's and override's), and the renderer's
+    fallbacks for a recipe that names none."""
+    found: set[str] = {"unknown", "model"}
+
+    def walk(value: object) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key == "model_id" and isinstance(item, str):
+                    found.add(item)
+                else:
+                    walk(item)
+        elif isinstance(value, list | tuple):
+            for item in value:
+                walk(item)
+
+    for recipe in recipes:
+        walk(recipe.spec.model_dump(mode="python"))
+    return frozenset(found)
 
 
 def _refuse_dangling(
-    book: Ledger, store: EvidenceStore, entries: list[LedgerEntry], records: Mapping[str, object]
+    book: Ledger, store: EvidenceStore, entries: list[LedgerEntry], records: Collection[str]
 ) -> None:
     """An entry citing a record the store does not hold stops the audit (exit 4).
 
@@ -328,22 +378,35 @@ class LoadedEvidence:
     normaliser: PolicyNormaliser
     graph: EvidenceIndex
     declarations: Declarations
+    #: the checkpoints whose records ``graph`` holds
+    model_ids: frozenset[str] = frozenset()
+    #: how many records the store holds (in scope or not)
+    stored: int = 0
     judges: dict[str, Judge] = field(default_factory=dict)
 
 
 class EvidenceCache:
     """Loads the evidence graph on first use and hands it to every later audit of the same
-    ``--ledger``/``--evidence`` (another pair of directories is loaded afresh)."""
+    ``--ledger``/``--evidence`` whose checkpoints it holds (another pair of directories,
+    or a recipe selecting another checkpoint, loads it afresh)."""
 
     def __init__(self) -> None:
         self._loaded: LoadedEvidence | None = None
 
-    def load(self, ledger: Path, evidence: Path) -> LoadedEvidence:
+    def load(self, ledger: Path, evidence: Path, model_ids: Collection[str]) -> LoadedEvidence:
         found = self._loaded
+        wanted = frozenset(model_ids)
         if found is None or (found.ledger, found.evidence) != (ledger, evidence):
+            found = None
+        elif not wanted <= found.model_ids:
+            wanted |= found.model_ids
+            found = None
+        if found is None:
             normaliser = PolicyNormaliser()
-            graph, declarations = load_graph(ledger, evidence, normaliser)
-            found = self._loaded = LoadedEvidence(ledger, evidence, normaliser, graph, declarations)
+            graph, declarations, stored = _load_graph(ledger, evidence, normaliser, wanted)
+            found = self._loaded = LoadedEvidence(
+                ledger, evidence, normaliser, graph, declarations, wanted, stored
+            )
         return found
 
 
@@ -359,7 +422,9 @@ def run_audit(
     from provenance.store.ledger import ledger_identity
 
     resolved = default_inputs(inputs)
-    loaded = (shared or EvidenceCache()).load(resolved.ledger, resolved.evidence)
+    recipes = recipe_inputs(resolved, filters)
+    model_ids = recipe_model_ids(r.cells.recipe for r in recipes if r.cells is not None)
+    loaded = (shared or EvidenceCache()).load(resolved.ledger, resolved.evidence, model_ids)
     declarations = loaded.declarations
     in_repo = resolved.recipes_root / REPO_DECLARATIONS_FILE
     if in_repo.is_file():
@@ -367,10 +432,10 @@ def run_audit(
 
         declarations = merged(declarations, load_declarations(in_repo))
     notices = []
-    if not loaded.graph.records:
+    if not loaded.stored:
         notices.append(f"no evidence records in {resolved.evidence}: nothing can be recommended")
     return audit(
-        recipe_inputs(resolved, filters),
+        recipes,
         loaded.graph,
         loaded.normaliser,
         declarations,
@@ -489,5 +554,7 @@ def run_explain(inputs: AuditInputs, spec: SelectionSpec) -> object:
     selection = resolve_selection(recipe, root, spec)
     result = render(recipe, root, selection)
     normaliser = PolicyNormaliser()
-    graph, declarations = load_graph(resolved.ledger, resolved.evidence, normaliser)
+    graph, declarations = load_graph(
+        resolved.ledger, resolved.evidence, normaliser, recipe_model_ids([recipe])
+    )
     return explain(recipe.hf_id, selection, result, graph, normaliser, declarations)

@@ -10,6 +10,7 @@ import click
 
 from provenance.cli.options import evidence_dir_option, ledger_dir_option
 from provenance.cli.runner import run
+from provenance.errors import UsageError
 from provenance.model.ledger import PrRef
 from provenance.normalise.policy import load_policy
 from provenance.report.evidence_list import EvidenceQuery, list_evidence, render_text
@@ -72,3 +73,28 @@ def list_command(
         return _list(query, output_format)()
 
     run(parse_and_list)
+
+
+@evidence.command(name="index")
+@ledger_dir_option
+@evidence_dir_option("evidence_dir")
+def index_command(ledger: Path, evidence_dir: Path) -> None:
+    """Rebuild the evidence store's checkpoint index (index.json) from every record.
+
+    Ingest keeps the index up to date; this is for a store written before it existed or
+    one that an audit or verify reports stale. Holds the ledger's writer lock.
+    """
+
+    def write() -> int:
+        from provenance.store.record_index import reindex
+
+        if not evidence_dir.is_dir():
+            raise UsageError(f"--evidence {evidence_dir} is not a directory")
+        index, written = reindex(ledger, evidence_dir)
+        click.echo(
+            f"evidence index {evidence_dir / 'index.json'}: {index.records} records, "
+            f"{len(index.checkpoints)} checkpoints ({'written' if written else 'unchanged'})"
+        )
+        return 0
+
+    run(write)

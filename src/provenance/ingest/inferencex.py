@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,6 +26,7 @@ from provenance.store.evidence import EvidenceStore
 from provenance.store.extraction_cache import ExtractionCache
 from provenance.store.ledger import Ledger
 from provenance.store.lock import writer_lock
+from provenance.store.record_index import update_index
 
 #: Warnings listed in the text summary; JSON output has all of them.
 MAX_WARNINGS_SHOWN = 20
@@ -73,6 +75,8 @@ class IngestReport(BaseModel):
     #: the ledger manifest's InferenceX revision before / after (plan modes)
     since_revision: str | None = None
     manifest_written: bool = False
+    #: whether the evidence store's checkpoint index (``index.json``) was rewritten
+    index_written: bool = False
 
 
 def _plan(options: IngestOptions, report: IngestReport) -> tuple[list[int], SourceRevision]:
@@ -140,12 +144,16 @@ def ingest_inferencex(options: IngestOptions, progress: Progress | None = None) 
     store = EvidenceStore(options.evidence)
     ledger = Ledger(options.ledger)
     with writer_lock(options.ledger, timeout=options.lock_timeout):
+        stored = []
         for record in result.records if result else ():
-            _, written = store.put(record)
+            record_id, written = store.put(record)
+            stored.append(record.with_id() if record.id != record_id else record)
             if written:
                 report.records_written += 1
             else:
                 report.records_unchanged += 1
+        # after the records it lists, before the entries citing them
+        report.index_written = update_index(store, stored)
         for entry in result.entries if result else ():
             if ledger.merge_entry(entry):
                 report.entries_written.append(entry.pr.number)
@@ -156,6 +164,17 @@ def ingest_inferencex(options: IngestOptions, progress: Progress | None = None) 
                 _manifest(ledger, revision, options.model_prefix)
             )
     return report
+
+
+#: More commits than this are shown as a count with the first and the last.
+MAX_COMMITS_SHOWN = 3
+
+
+def _commits_line(commits: Sequence[str]) -> str:
+    """The commits read, short: all of a few; a count, the first and the last of a history."""
+    if len(commits) <= MAX_COMMITS_SHOWN:
+        return ", ".join(c[:12] for c in commits) or "-"
+    return f"{len(commits)} ({commits[0][:12]} … {commits[-1][:12]})"
 
 
 def render_report(report: IngestReport) -> str:
@@ -173,7 +192,7 @@ def render_report(report: IngestReport) -> str:
             )
         )
     lines += [
-        f"commits: {', '.join(c[:12] for c in s.commits) or '-'}",
+        f"commits: {_commits_line(s.commits)}",
         f"files read: {s.files_read}; config keys: {s.config_keys}; points: {s.points}",
         f"records: {s.records} ({report.records_written} new, {report.records_unchanged} "
         f"already stored); partial: {s.partial_records}",
@@ -195,6 +214,7 @@ def render_report(report: IngestReport) -> str:
         )
     if report.planned is not None:
         lines.append(f"manifest: {'written' if report.manifest_written else 'unchanged'}")
+    lines.append(f"evidence index: {'written' if report.index_written else 'unchanged'}")
     for item in s.skipped:
         lines.append(
             f"skipped {item.count} point(s) [{item.code}]: {terminal(item.message)}"

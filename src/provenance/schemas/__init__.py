@@ -27,6 +27,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "ledger-manifest": ("provenance.model.ledger", "LedgerManifest"),
     "evidence-record": ("provenance.model.record", "EvidenceRecord"),
     "verify": ("provenance.store.verify", "VerifyReport"),
+    "evidence-index": ("provenance.store.record_index", "RecordIndex"),
     "diff": ("provenance.review.diff", "DiffReport"),
     "suggest": ("provenance.review.suggest.model", "SuggestReport"),
 }

@@ -6,6 +6,7 @@ JSON (sorted keys, two-space indent, UTF-8, trailing newline) *including* its
 ``id``. The id is the SHA-256 of the canonical compact JSON of the record
 without ``id`` (``EvidenceRecord.compute_id``), so a file is self-checking:
 its name, its ``id`` field and the hash of its content must all agree.
+``<root>/index.json`` is the checkpoint index (:mod:`provenance.store.record_index`).
 
 Writes are atomic (``provenance.store.atomic``) and idempotent; callers that
 write both evidence and ledger entries hold ``writer_lock`` and write the
@@ -19,7 +20,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ from provenance.store.atomic import atomic_write_bytes, is_temp_name, remove_sta
 from provenance.store.verified import VerifiedRecords
 
 ID_PREFIX = "sha256:"
+#: The store's checkpoint index (``provenance.store.record_index``), at its root.
+INDEX_FILE = "index.json"
 #: Largest record file read. Real records are a few KiB; a file over this is
 #: refused (corrupt) before it is read, so a hostile store cannot exhaust memory.
 MAX_RECORD_BYTES = 4 * 1024 * 1024
@@ -167,20 +170,41 @@ class EvidenceStore:
                 raise IntegrityError(
                     f"{file_path}: not a record file name (expected <62 hex>.json)"
                 )
-            raw, problem = _read_bytes(file_path)
-            record = None
-            if verified is not None and raw is not None:
-                raw_hex = hashlib.sha256(raw).hexdigest()
-                if verified.known(name_id[len(ID_PREFIX) :], raw_hex):
-                    record = _validated_json(raw, name_id)
-            if record is None:
-                record = self._proven(file_path, name_id, raw, problem)
-                if verified is not None and raw is not None:
-                    verified.proven(name_id[len(ID_PREFIX) :], raw_hex)
-            records[name_id] = record
+            records[name_id] = self._load_file(file_path, name_id, verified)
         if verified is not None:
             verified.save()
         return records
+
+    def load_ids(
+        self, record_ids: Iterable[str], verified: VerifiedRecords | None = None
+    ) -> dict[str, EvidenceRecord]:
+        """:meth:`load_all` for the records ``record_ids`` only (each must be stored:
+        a missing one is a :class:`RecordNotFoundError`)."""
+        records: dict[str, EvidenceRecord] = {}
+        for record_id in record_ids:
+            path = self.path_of(record_id)
+            if not path.is_file():
+                raise RecordNotFoundError(f"evidence record {record_id} not found at {path}")
+            records[record_id] = self._load_file(str(path), record_id, verified)
+        if verified is not None:
+            verified.save()
+        return records
+
+    def _load_file(
+        self, file_path: str, name_id: str, verified: VerifiedRecords | None
+    ) -> EvidenceRecord:
+        """One record file, hash-checked (the fast path when ``verified`` knows its bytes)."""
+        raw, problem = _read_bytes(file_path)
+        record = None
+        if verified is not None and raw is not None:
+            raw_hex = hashlib.sha256(raw).hexdigest()
+            if verified.known(name_id[len(ID_PREFIX) :], raw_hex):
+                record = _validated_json(raw, name_id)
+        if record is None:
+            record = self._proven(file_path, name_id, raw, problem)
+            if verified is not None and raw is not None:
+                verified.proven(name_id[len(ID_PREFIX) :], raw_hex)
+        return record
 
     def _proven(
         self, path: str | Path, name_id: str, raw: bytes | None, problem: str | None
@@ -255,8 +279,8 @@ class EvidenceStore:
             return []
         files: list[tuple[str, str | None]] = []
         for sub in _sorted_entries(self.root):
-            if sub.name.startswith("."):
-                continue
+            if sub.name.startswith(".") or sub.name == INDEX_FILE:
+                continue  # (the index is checked by ``record_index``)
             record_dir = bool(_DIR.match(sub.name))
             is_dir = _is_dir(sub)
             if not is_dir:

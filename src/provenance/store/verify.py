@@ -39,6 +39,7 @@ from provenance.model.record import EvidenceRecord
 from provenance.sources.git import Commit, commit_or_none, is_blob, open_repo, tree_entry
 from provenance.store.evidence import EvidenceStore, is_record_id
 from provenance.store.ledger import Ledger
+from provenance.store.record_index import check_index, index_path
 
 VERIFY_SCHEMA: Literal["provenance.verify/v1"] = "provenance.verify/v1"
 #: The repository ``--inferencex`` is a checkout of.
@@ -96,6 +97,8 @@ class VerifySummary(BaseModel):
     entries: int
     entries_not_ok: int
     declarations: int
+    #: ``ok``, ``missing`` (a warning: audits then load every record) or ``bad``
+    index: Literal["ok", "missing", "bad"] = "ok"
     blobs_checked: int = 0
     reextracted: int = 0
 
@@ -114,11 +117,15 @@ class VerifyReport(BaseModel):
     records: tuple[RecordCheck, ...]
     entries: tuple[EntryCheck, ...]
     warnings: tuple[str, ...] = ()
+    #: what is wrong with the evidence store's checkpoint index (``index.json``)
+    index_problems: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        return all(r.status is Status.OK for r in self.records) and all(
-            e.status is Status.OK for e in self.entries
+        return (
+            self.summary.index != "bad"
+            and all(r.status is Status.OK for r in self.records)
+            and all(e.status is Status.OK for e in self.entries)
         )
 
     @property
@@ -319,6 +326,21 @@ def _check_store(store: EvidenceStore, found: _Findings) -> None:
         found.warnings.append(f"leftover temporary file from an interrupted write: {temp}")
 
 
+def _check_index(
+    store: EvidenceStore, found: _Findings
+) -> tuple[Literal["ok", "missing", "bad"], list[str]]:
+    """The index's state and problems. A missing index is a warning (audits then load
+    every record; an empty store needs none); a damaged or stale one fails verify."""
+    path = index_path(store)
+    if not (path.exists() or path.is_symlink()):
+        if found.record_paths or found.anonymous:
+            found.warnings.extend(check_index(store, found.stored))
+            return "missing", []
+        return "ok", []
+    problems = check_index(store, found.stored)
+    return ("bad" if problems else "ok"), problems
+
+
 def _check_references(
     entries: list[tuple[Path, LedgerEntry]], store: EvidenceStore, found: _Findings
 ) -> list[str]:
@@ -462,6 +484,7 @@ def verify(
     ledger.manifest()  # read for its errors: an unreadable or malformed manifest fails too
     _check_store(store, found)
     orphans = _check_references(entries, store, found)
+    index_state, index_problems = _check_index(store, found)
 
     blobs_checked = reextracted = 0
     reextraction: Literal["done", "unavailable", "not-requested"] = "not-requested"
@@ -514,6 +537,7 @@ def verify(
         entries=len(entry_checks),
         entries_not_ok=sum(1 for e in entry_checks if e.status is not Status.OK),
         declarations=len(declarations.declarations),
+        index=index_state,
         blobs_checked=blobs_checked,
         reextracted=reextracted,
     )
@@ -526,6 +550,7 @@ def verify(
         records=tuple(records),
         entries=tuple(entry_checks),
         warnings=tuple(found.warnings),
+        index_problems=tuple(index_problems),
     )
 
 
@@ -542,6 +567,9 @@ def render_text(report: VerifyReport) -> str:
             f"inferencex {report.inferencex}: {s.blobs_checked} blobs checked, "
             f"{s.reextracted} records re-extracted (re-extraction {report.reextraction})"
         )
+    if report.index_problems:
+        lines.append("BAD evidence index")
+        lines.extend(f"  - {problem}" for problem in report.index_problems)
     for record in report.records:
         if record.status is not Status.OK:
             cited = f" (cited by {', '.join(record.referenced_by)})" if record.referenced_by else ""

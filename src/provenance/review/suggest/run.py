@@ -30,6 +30,7 @@ from provenance.audit.pipeline import (
     AuditInputs,
     EvidenceCache,
     default_inputs,
+    recipe_model_ids,
     run_audit,
 )
 from provenance.audit.verdicts import AuditReport, VerdictEntry
@@ -106,9 +107,9 @@ def run_suggest(request: SuggestRequest) -> SuggestReport:
         evidence=resolved.evidence,
     )
     baseline = run_audit(inputs, request.filters, shared=shared)
-    loaded = shared.load(resolved.ledger, resolved.evidence)
     root = load_recipes_root(resolved.recipes_root)
     recipe = load_recipe(root, request.recipe)
+    loaded = shared.load(resolved.ledger, resolved.evidence, recipe_model_ids([recipe]))
     text = recipe.path.read_text(encoding="utf-8")
     places = flag_places(load_yaml(recipe.path).data)
     tokens = [t for found in places.values() for p in found for t in p.tokens]
