@@ -17,7 +17,8 @@ from provenance.cli.runner import run
     "--repo",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     default=None,
-    help="A recipes git repository: cite what the PR (--base..--head) exposes.",
+    help="A recipes git repository: cite only the combinations the PR (--base..--head) "
+    "adds or changes.",
 )
 @click.option("--base", default=None, help="Base revision of the PR.")
 @click.option("--head", default=None, help="Head revision of the PR.")
@@ -43,7 +44,8 @@ def cite(
     """Print a markdown citations block for a recipe PR body.
 
     Each evidence PR with what it backs (flags, variants, hardware, roles) and its
-    sweep runs, then the guide-only combinations with their reasons.
+    sweep runs, then the guide-only combinations with their reasons. With --repo, only
+    the evidence behind the combinations the PR adds or changes is cited.
     """
 
     def action() -> int:

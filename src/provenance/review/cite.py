@@ -40,8 +40,21 @@ def parse_langs(text: str) -> tuple[Lang, ...]:
     return tuple(dict.fromkeys(langs))
 
 
-def cite_report(request: CiteRequest) -> AuditReport | None:
-    """The audit whose evidence is cited: of the PR's head, or of the given recipes."""
+class CitedAudit(BaseModel):
+    """The audit whose evidence is cited, and (for a PR) how many combinations it has."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    report: AuditReport
+    #: None: whole recipes; else the combinations the PR adds or changes (``report``
+    #: holds just them)
+    changed: int | None = None
+    no_evidence: tuple[str, ...] = ()
+
+
+def cite_report(request: CiteRequest) -> CitedAudit | None:
+    """The audit whose evidence is cited: of what the PR adds or changes in its head
+    (:func:`~provenance.review.introduced.introduced_report`), or of the given recipes."""
     if request.repo is not None or request.base or request.head:
         if request.repo is None or not request.base or not request.head:
             raise UsageError("--repo, --base and --head go together")
@@ -57,8 +70,17 @@ def cite_report(request: CiteRequest) -> AuditReport | None:
                 filters=request.filters,
             )
         )
-        return result.head_report
-    return run_audit(
+        if result.head_report is None:
+            return None
+        from provenance.review.introduced import introduced_report, recipes_without_evidence
+
+        introduced = introduced_report(result.head_report, result.diff)
+        return CitedAudit(
+            report=introduced,
+            changed=sum(e.combinations for e in introduced.verdicts),
+            no_evidence=recipes_without_evidence(result.head_report),
+        )
+    report = run_audit(
         AuditInputs(
             recipes=request.recipes,
             recipes_root=request.recipes_root,
@@ -67,14 +89,23 @@ def cite_report(request: CiteRequest) -> AuditReport | None:
         ),
         request.filters,
     )
+    from provenance.review.introduced import recipes_without_evidence
+
+    return CitedAudit(report=report, no_evidence=recipes_without_evidence(report))
 
 
 def cite(request: CiteRequest) -> str:
     """Markdown citations block in the requested languages."""
     from provenance.store.ledger import Ledger
 
-    report = cite_report(request)
-    if report is None:
+    cited = cite_report(request)
+    if cited is None:
         return "<!-- provenance: this PR changes no recipe; nothing to cite -->\n"
     ledger, _evidence = ledger_dirs(AuditInputs(ledger=request.ledger, evidence=request.evidence))
-    return render_citations(build_citations(report, Ledger(ledger).entries()), request.langs)
+    citations = build_citations(
+        cited.report,
+        Ledger(ledger).entries(),
+        changed=cited.changed,
+        no_evidence=cited.no_evidence,
+    )
+    return render_citations(citations, request.langs)

@@ -248,7 +248,7 @@ def _unevidenced(roles: tuple[RoleFlags, ...]) -> set[tuple[str, str, str]]:
     return {(r.role, f.key, f.value) for r in roles for f in r.flags if not f.evidence}
 
 
-def _has_evidence(entry: VerdictEntry) -> bool:
+def has_in_scope_evidence(entry: VerdictEntry) -> bool:
     """Does any in-scope evidence point exist for the entry's combinations? (Recommended;
     or a reason other than ``no-evidence``, which only in-scope evidence can give; or a
     flag some in-scope record sets.)"""
@@ -536,7 +536,7 @@ class _Differ:
             for role_flags in head_flags.values():
                 self.lens_keys.update(role_flags.items())
             undeclared = guide_only and entry.declared_by is None
-            blocking = undeclared and _has_evidence(entry)
+            blocking = undeclared and has_in_scope_evidence(entry)
             return {
                 "kind": "new",
                 "base_verdict": None,
@@ -560,7 +560,7 @@ class _Differ:
         if guide_only and entry.declared_by is None:
             if old.verdict is VerdictKind.RECOMMENDED:
                 block_reason = "regressed-verdict"
-            elif not (_has_evidence(old) or _has_evidence(entry)):
+            elif not (has_in_scope_evidence(old) or has_in_scope_evidence(entry)):
                 unbenchmarked = True
             elif self.new_unevidenced(old, entry):
                 block_reason = "new-unevidenced-flag"
