@@ -135,6 +135,17 @@ class PolicyNormaliser:
     def major(self, flags: FlagSet) -> FlagSet:
         return self._policy.major(flags)
 
+    def non_major(self, argv: Sequence[str], env: Mapping[str, object]) -> FlagSet:
+        """The flags of one rendered command the policy does not class major (tuning,
+        harness, functional): what :meth:`command_major` leaves out."""
+        from provenance.model.flags import FlagClass
+        from provenance.normalise.canonical import normalise_argv
+
+        flags = normalise_argv(list(argv), env).flags
+        return FlagSet(
+            {k: v for k, v in flags.items() if self._policy.classify(k) is not FlagClass.MAJOR}
+        )
+
     def classify(self, key: str) -> str:
         found = self._classes.get(key)
         if found is None:

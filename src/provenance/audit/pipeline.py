@@ -409,6 +409,10 @@ class EvidenceCache:
             )
         return found
 
+    def normaliser(self) -> PolicyNormaliser:
+        """The normaliser (and so the policy) of the loaded audits; a fresh one if none ran."""
+        return self._loaded.normaliser if self._loaded is not None else PolicyNormaliser()
+
 
 def run_audit(
     inputs: AuditInputs,

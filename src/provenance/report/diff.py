@@ -36,6 +36,7 @@ from provenance.review.diff import (
     DiffReport,
     LensEntry,
 )
+from provenance.review.tuning import TuningChange
 
 #: GitHub's limit on a comment (and a job summary is shown the same way), in characters
 GITHUB_COMMENT_LIMIT = 65_536
@@ -295,6 +296,25 @@ def _claim_text(claim: Claim) -> str:
     return f"{claim.recipe}: {where}: {claim.claim} ({claim.recommended} recommended)"
 
 
+def _unset(value: str | None) -> str:
+    return value if value is not None else "(unset)"
+
+
+def tuning_text(change: TuningChange) -> str:
+    """``key (class): N combination(s); before → after, …`` (plain text: escape it)."""
+    values = ", ".join(f"{_unset(before)} → {_unset(after)}" for before, after in change.examples)
+    return f"{change.key} ({change.flag_class}): {change.combinations} combination(s)" + (
+        f"; {values}" if values else ""
+    )
+
+
+#: the heading of the tuning and harness flags the PR changes (not judged)
+TUNING_TITLE = (
+    "tuning/harness flags changed (not judged; combinations in both base and head whose "
+    "commands add, change or remove the flag)"
+)
+
+
 # ---------------------------------------------------------------------------------------
 # The verdict line
 
@@ -530,8 +550,18 @@ def write_markdown(diff: DiffReport, out: TextIO) -> None:
                 f"{row.unevidenced} | {prs} |\n"
             )
         _md_rows(md, lines, MAX_LENS_ROWS, _RESERVE_INFO, _md_more(diff, "lens row(s)"))
-    w("\nTuning and harness flags are not compared: the audit judges major flags only.\n")
+    _md_tuning(md, diff)
     out.write("".join(md.parts))
+
+
+def _md_tuning(out: _Budget, diff: DiffReport) -> None:
+    title = markdown_inline(TUNING_TITLE[0].upper() + TUNING_TITLE[1:])
+    if not diff.tuning:
+        out.write(f"\n**{title}**: none\n")
+        return
+    out.write(f"\n**{title}**: {len(diff.tuning)} flag(s)\n\n")
+    rows = [f"- {markdown_code(tuning_text(change))}\n" for change in diff.tuning]
+    _md_rows(out, rows, MAX_INFO_ROWS, 0, _md_more(diff, "tuning/harness flag(s)"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -564,6 +594,15 @@ def _text_info(
         for (label, variant, hardware), row in rows
     ]
     _text_rows(out, diff, lines, "    ", "row(s)")
+
+
+def _text_tuning(out: TextIO, diff: DiffReport) -> None:
+    if not diff.tuning:
+        out.write(f"  {TUNING_TITLE}: none\n")
+        return
+    out.write(f"  {TUNING_TITLE}: {len(diff.tuning)} flag(s)\n")
+    lines = [f"    {terminal(tuning_text(change))}\n" for change in diff.tuning]
+    _text_rows(out, diff, lines, "    ", "flag(s)")
 
 
 def write_text(diff: DiffReport, out: TextIO) -> None:
@@ -636,4 +675,4 @@ def write_text(diff: DiffReport, out: TextIO) -> None:
             for (variant, hardware), row in lens_rows(entry)
         ]
         _text_rows(out, diff, lines, "    ", "lens row(s)")
-    w("  tuning and harness flags are not compared: the audit judges major flags only\n")
+    _text_tuning(out, diff)

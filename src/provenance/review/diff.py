@@ -54,6 +54,7 @@ from provenance.audit.verdicts import (
 from provenance.model.combination import PdPool, Selection
 from provenance.model.ledger import LedgerIdentity
 from provenance.model.reasons import ReasonCode, VerdictKind
+from provenance.review.tuning import TuningChange
 
 DIFF_SCHEMA: Literal["provenance.diff/v2"] = "provenance.diff/v2"
 
@@ -229,6 +230,9 @@ class DiffReport(BaseModel):
     gate: GateResult
     #: the ledger both sides were audited against (set by the PR audit)
     ledger_source: LedgerIdentity | None = None
+    #: tuning, harness and functional flags the PR changes, by flag (set by the PR audit:
+    #: the verdict entries carry major flags only, see ``review/tuning.py``)
+    tuning: tuple[TuningChange, ...] = ()
 
     def iter_changes(self) -> Iterator[CombinationChange]:
         """Every changed combination, one at a time."""

@@ -22,6 +22,7 @@ from provenance.audit.pipeline import (
     AuditFilters,
     AuditInputs,
     EvidenceCache,
+    enumeration_options,
     run_audit,
 )
 from provenance.audit.verdicts import AuditReport
@@ -29,6 +30,7 @@ from provenance.errors import InputError
 from provenance.model.ledger import LedgerIdentity
 from provenance.review.diff import DiffReport, diff_reports
 from provenance.review.revisions import ChangedRecipes, changed_recipes, materialise, model_paths
+from provenance.review.tuning import TuningChange, recipe_pairs, tuning_changes
 from provenance.sources.git import Commit, open_repo, resolve_commit
 
 
@@ -200,6 +202,27 @@ def _with_kv(filters: AuditFilters, declared: set[str]) -> AuditFilters:
     return filters.model_copy(update={"kv": ",".join(sorted(declared))})
 
 
+def _tuning(
+    base_root: Path,
+    head_root: Path,
+    base_present: list[str],
+    head_present: list[str],
+    filters: AuditFilters,
+    narrowed: VariantChange | None,
+    shared: EvidenceCache,
+) -> tuple[TuningChange, ...]:
+    """The tuning, harness and functional flags the PR changes (``review/tuning.py``), with
+    the audit's policy; only in the variants that can differ when the PR is ``narrowed``."""
+    both = [model for model in head_present if model in set(base_present)]
+    if not both:
+        return ()
+    normaliser = shared.normaliser()
+    variants = {narrowed.recipe: narrowed.changed} if narrowed is not None else None
+    return tuning_changes(
+        recipe_pairs(base_root, head_root, both), enumeration_options(filters), normaliser, variants
+    )
+
+
 def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
     """Audit both sides of the pull request and diff them."""
     repo = open_repo(request.repo)
@@ -246,6 +269,15 @@ def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
             )
         base_report = _audit_side(base_present, base, request, base_filters, Path(base_dir), shared)
         head_report = _audit_side(head_present, head, request, head_filters, Path(head_dir), shared)
+        tuning = _tuning(
+            Path(base_dir),
+            Path(head_dir),
+            base_present,
+            head_present,
+            head_filters,
+            narrowed,
+            shared,
+        )
     diff = diff_reports(
         base_report,
         head_report,
@@ -253,7 +285,9 @@ def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
         head_label=head.hexsha[:12],
         base_as_head={narrowed.recipe: narrowed.unchanged} if narrowed is not None else None,
     )
-    diff = diff.model_copy(update={"ledger_source": _ledger_source(request, head_report)})
+    diff = diff.model_copy(
+        update={"ledger_source": _ledger_source(request, head_report), "tuning": tuning}
+    )
     return PrAuditResult(
         changed=changed,
         base_report=base_report,

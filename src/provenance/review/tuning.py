@@ -1,0 +1,422 @@
+"""The tuning, harness and functional flags a pull request changes, counted by flag.
+
+The audit judges major flags only (``docs/flags.md``), so its verdict entries carry no
+other flag. This PR-audit-only pass renders both sides' role commands again, shape
+cell by shape cell as the audit's cell walk does (each role command of each PD pool
+once per distinct input, :class:`~provenance.recipes.render.synthesis.Renderer`),
+normalises each distinct command once (:meth:`PolicyNormaliser.non_major`) and
+keeps the flags the same :class:`~provenance.normalise.policy.Policy` classifies as
+not major. A flag *changes* in a combination when, in some process of the
+combination, the PR adds it, removes it or changes its value. Each count is exact:
+the number of combinations present on both sides whose commands change that flag
+(a newly exposed or removed combination is counted by the gate, not here).
+
+Nothing is executed: commands are rendered and read, as in the audit.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from provenance.audit.normaliser import PolicyNormaliser
+from provenance.model.combination import EnvValue, PdPool, Selection
+from provenance.model.flags import FlagSet
+from provenance.recipes.enumerate.rules import recipe_is_omni
+from provenance.recipes.enumerate.selections import (
+    EnumerationOptions,
+    FeaturePick,
+    ShapeCell,
+    enumerate_cells,
+    enumerate_selections,
+)
+from provenance.recipes.load.loader import Recipe, RecipesRoot
+from provenance.recipes.render.argv import RenderedPart, dedupe_unit_list, join_units
+from provenance.recipes.render.synthesis import (
+    Renderer,
+    RoleInputs,
+    model_id_of,
+    pool_role_inputs,
+    render_omni,
+    shape_role_inputs,
+)
+
+#: (before, after) value pairs kept per flag as examples
+MAX_EXAMPLES = 3
+
+
+class TuningChange(BaseModel):
+    """One non-major flag key the PR adds, changes or removes, and where."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str
+    #: the policy class of the key: tuning, harness or functional
+    flag_class: str
+    #: combinations present in the base and the head in which the flag changes
+    combinations: int
+    #: a few (before, after) values, ``None`` where the flag is absent
+    examples: tuple[tuple[str | None, str | None], ...] = ()
+
+
+#: a process of a deployment, named the same way on both sides
+_ProcessName = tuple[object, ...]
+#: key -> (before, after) of the flags that differ between two processes
+_Delta = dict[str, tuple[str | None, str | None]]
+_EMPTY = RenderedPart.of(())
+_NO_FEATURES = FeaturePick(features=(), picked=(), effective={}, is_default=False)
+
+
+@dataclass
+class _Counts:
+    combinations: Counter[str] = field(default_factory=Counter)
+    examples: dict[str, list[tuple[str | None, str | None]]] = field(default_factory=dict)
+
+    def add(self, delta: _Delta, count: int) -> None:
+        for key, pair in delta.items():
+            self.combinations[key] += count
+            seen = self.examples.setdefault(key, [])
+            if pair not in seen and len(seen) < MAX_EXAMPLES:
+                seen.append(pair)
+
+
+def _delta(before: Mapping[str, str], after: Mapping[str, str]) -> _Delta:
+    if before is after or before == after:
+        return {}
+    return {
+        key: (before.get(key), after.get(key))
+        for key in before.keys() | after.keys()
+        if before.get(key) != after.get(key)
+    }
+
+
+def _merge(deltas: Iterable[_Delta]) -> _Delta:
+    merged: _Delta = {}
+    for delta in deltas:
+        for key, pair in delta.items():
+            merged.setdefault(key, pair)
+    return merged
+
+
+class _Side:
+    """One revision of a recipe: its renderer and the non-major flags of each process."""
+
+    def __init__(
+        self, recipe: Recipe, root: RecipesRoot, normaliser: PolicyNormaliser, memo: _Memo
+    ) -> None:
+        self.recipe = recipe
+        self.root = root
+        self.renderer = Renderer(recipe, root)
+        self.normaliser = normaliser
+        self.memo = memo
+
+    def templates(self, cell: ShapeCell, pool: tuple[str, PdPool] | None) -> list[RoleInputs]:
+        shape = cell.selection(_NO_FEATURES, None)
+        if pool is None:
+            return shape_role_inputs(self.recipe, self.root, shape)
+        return pool_role_inputs(shape, pool[0], pool[1])  # type: ignore[arg-type]
+
+    def feature_part(self, template: RoleInputs, pick: FeaturePick | None) -> RenderedPart:
+        """The feature arguments ``pick`` renders in ``template``'s deployment (None: none)."""
+        if pick is None:
+            return _EMPTY
+        modes = tuple(sorted((f, m) for f, m in pick.effective.items() if m is not None))
+        return self.renderer.feature_part(
+            template._replace(features=pick.features, feature_modes=modes)
+        )
+
+    def processes(
+        self, templates: Sequence[RoleInputs], pick: FeaturePick | None, model_id: str
+    ) -> dict[_ProcessName, FlagSet]:
+        """The non-major flags of each process of ``templates`` with the features ``pick``."""
+        found: dict[_ProcessName, FlagSet] = {}
+        for template in templates:
+            prefix, kv_args, env = self.renderer.parts(template)
+            part = self.feature_part(template, pick)
+            name = (template.role, template.node_rank, template.pool, template.kv_instances)
+            found[name] = self.memo.flags(model_id, prefix, part, kv_args, env)
+        return found
+
+
+class _Memo:
+    """The non-major flags of each distinct command, shared by both sides.
+
+    As in the audit's cell walk (``_sig_alone``): when no flag or config name of the
+    feature arguments occurs elsewhere in the command, they neither dedupe, merge nor
+    override anything, so the command's flags are those of the command without them
+    plus those of the feature arguments alone; each is normalised once.
+    """
+
+    def __init__(self, normaliser: PolicyNormaliser) -> None:
+        self.normaliser = normaliser
+        #: by the identity of the renderer's memoised parts (kept alive in the value)
+        self._by_id: dict[tuple[int, ...], tuple[tuple[object, ...], FlagSet]] = {}
+        self._by_tokens: dict[tuple[object, ...], FlagSet] = {}
+        self._names: dict[tuple[str, ...], frozenset[str] | None] = {}
+        self._joins: dict[tuple[int, int], FlagSet] = {}
+
+    def flags(
+        self,
+        model_id: str,
+        prefix: RenderedPart,
+        part: RenderedPart,
+        kv_args: RenderedPart,
+        env: dict[str, EnvValue],
+    ) -> FlagSet:
+        id_key = (id(model_id), id(prefix), id(part), id(kv_args), id(env))
+        held = self._by_id.get(id_key)
+        parts = (model_id, prefix, part, kv_args, env)
+        if held is not None and all(a is b for a, b in zip(held[0], parts, strict=True)):
+            return held[1]
+        found: FlagSet | None = None
+        if part.tokens and (not kv_args.tokens or kv_args.tokens[0].startswith("--")):
+            features = self.part_names(part)
+            outside = self.part_names(prefix), self.part_names(kv_args)
+            if (
+                features is not None
+                and None not in outside
+                and all(features.isdisjoint(names or ()) for names in outside)
+            ):
+                alone = self._command(model_id, _EMPTY, part, _EMPTY, {})
+                rest = self._command(model_id, prefix, _EMPTY, kv_args, env)
+                found = self._joined(rest, alone)
+        if found is None:
+            found = self._command(model_id, prefix, part, kv_args, env)
+        self._by_id[id_key] = (parts, found)
+        return found
+
+    def _joined(self, rest: FlagSet, alone: FlagSet) -> FlagSet:
+        key = (id(rest), id(alone))  # both are held by ``_by_tokens``
+        found = self._joins.get(key)
+        if found is None:
+            found = self._joins[key] = FlagSet({**rest, **alone}) if alone else rest
+        return found
+
+    def _command(
+        self,
+        model_id: str,
+        prefix: RenderedPart,
+        part: RenderedPart,
+        kv_args: RenderedPart,
+        env: dict[str, EnvValue],
+    ) -> FlagSet:
+        env_items = tuple(sorted(env.items()))
+        token_key = (model_id, prefix.tokens, part.tokens, kv_args.tokens, env_items)
+        found = self._by_tokens.get(token_key)
+        if found is None:
+            units = dedupe_unit_list(join_units((prefix, part, kv_args)))
+            argv = ("vllm", "serve", model_id, *(t for unit in units for t in unit))
+            found = self._by_tokens[token_key] = self.normaliser.non_major(argv, env)
+        return found
+
+    def part_names(self, part: RenderedPart) -> frozenset[str] | None:
+        """Every flag and config name ``part`` may touch (None: a positional, a short flag
+        or a unit that does not normalise alone, which may touch any name)."""
+        if part.tokens in self._names:
+            return self._names[part.tokens]
+        names: set[str] | None = set() if part.plain else None
+        for flag, unit in part.units:
+            facts = self.normaliser.unit_facts(unit)
+            if names is None or flag is None or facts.names is None:
+                names = None
+                break
+            names.update((*facts.names, flag, facts.base))
+        found = self._names[part.tokens] = frozenset(names) if names is not None else None
+        return found
+
+
+def _cell_key(cell: ShapeCell) -> tuple[object, ...]:
+    return (
+        cell.variant,
+        cell.hardware,
+        cell.strategy,
+        cell.node_count,
+        cell.kv_offload,
+        cell.kv_instances,
+    )
+
+
+def _pick_key(pick: FeaturePick) -> tuple[object, ...]:
+    return (pick.features, tuple(sorted(pick.effective.items(), key=lambda kv: kv[0])))
+
+
+def _split_picks(
+    base: _Side, head: _Side, old: ShapeCell, new: ShapeCell, templates: _Templates
+) -> tuple[int, list[tuple[FeaturePick, FeaturePick]]]:
+    """The feature picks offered on both sides: how many cannot change a flag beyond what
+    the commands without features change (the same feature arguments on both sides, whose
+    names occur nowhere else in the cell's commands: see :class:`_Memo`), and the others
+    as (base pick, head pick)."""
+    old_picks = {_pick_key(p): p for p in old.choices}
+    outside: set[str] | None = set()
+    for base_group, head_group in templates.values():
+        for side, group in ((base, base_group), (head, head_group)):
+            for template in group:
+                prefix, kv_args, _ = side.renderer.parts(template)
+                spans = side.memo.part_names(prefix), side.memo.part_names(kv_args)
+                if outside is None or spans[0] is None or spans[1] is None:
+                    outside = None
+                elif kv_args.tokens and not kv_args.tokens[0].startswith("--"):
+                    outside = None  # a value first could attach to the features' last flag
+                else:
+                    outside.update(spans[0] | spans[1])
+    first = next(iter(templates.values()))
+    same = 0
+    others: list[tuple[FeaturePick, FeaturePick]] = []
+    for pick in new.choices:
+        before = old_picks.get(_pick_key(pick))
+        if before is None:
+            continue
+        part = base.feature_part(first[0][0], before)
+        names = base.memo.part_names(part) if outside is not None else None
+        if (
+            names is not None
+            and outside is not None
+            and part.tokens == head.feature_part(first[1][0], pick).tokens
+            and names.isdisjoint(outside)
+        ):
+            same += 1
+        else:
+            others.append((before, pick))
+    return same, others
+
+
+#: the processes of a cell, per process group (None, or a PD pool with its role): the
+#: role inputs on each side
+_Templates = dict[tuple[str, PdPool] | None, tuple[list[RoleInputs], list[RoleInputs]]]
+
+
+def _compare_cell(base: _Side, head: _Side, old: ShapeCell, new: ShapeCell, out: _Counts) -> None:
+    if (new.pools is None) != (old.pools is None):
+        return  # not the same deployment on both sides: new and removed combinations
+    model_ids = (model_id_of(base.recipe, old.variant), model_id_of(head.recipe, new.variant))
+    pairs: list[tuple[PdPool, PdPool]] = []
+    templates: _Templates = {None: (base.templates(old, None), head.templates(new, None))}
+    if new.pools is not None and old.pools is not None:
+        old_pairs = {(p, d) for p, d, _ in old.pools}
+        pairs = [(p, d) for p, d, _ in new.pools if (p, d) in old_pairs]
+        if not pairs:
+            return
+        prefills = sorted({p for p, _ in pairs}, key=repr)
+        decodes = sorted({d for _, d in pairs}, key=repr)
+        templates = {
+            (role, pool): (base.templates(old, (role, pool)), head.templates(new, (role, pool)))
+            for role, pools in (("prefill", prefills), ("decode", decodes))
+            for pool in pools
+        }
+    same, others = _split_picks(base, head, old, new, templates)
+    picks: list[tuple[FeaturePick | None, FeaturePick | None, int]] = [(b, h, 1) for b, h in others]
+    if same:
+        picks.append((None, None, same))  # the commands without their features
+    for old_pick, new_pick, count in picks:
+        deltas = {
+            group: _process_delta(
+                base.processes(before, old_pick, model_ids[0]),
+                head.processes(after, new_pick, model_ids[1]),
+            )
+            for group, (before, after) in templates.items()
+        }
+        if not pairs:
+            if deltas[None]:
+                out.add(deltas[None], count)
+            continue
+        for prefill, decode in pairs:
+            first, second = deltas[("prefill", prefill)], deltas[("decode", decode)]
+            if first or second:
+                out.add(_merge((first, second)), count)
+
+
+def _process_delta(
+    before: dict[_ProcessName, FlagSet], after: dict[_ProcessName, FlagSet]
+) -> _Delta:
+    empty = FlagSet()
+    return _merge(
+        _delta(before.get(name, empty), after.get(name, empty))
+        for name in sorted(before.keys() | after.keys(), key=repr)
+    )
+
+
+def _compare_omni(base: _Side, head: _Side, options: EnumerationOptions, out: _Counts) -> None:
+    def commands(side: _Side) -> Iterator[tuple[Selection, dict[_ProcessName, FlagSet]]]:
+        for selection in enumerate_selections(side.recipe, side.root, options):
+            result = render_omni(side.recipe, side.root, selection)
+            yield (
+                selection,
+                {
+                    (role.role, role.node_rank, None, role.instance): side.normaliser.non_major(
+                        role.argv, role.env
+                    )
+                    for role in result.roles
+                    if role.argv is not None
+                },
+            )
+
+    before = dict(commands(base))
+    for selection, after in commands(head):
+        if selection in before:
+            delta = _process_delta(before[selection], after)
+            if delta:
+                out.add(delta, 1)
+
+
+def tuning_changes(
+    pairs: Iterable[tuple[tuple[Recipe, RecipesRoot], tuple[Recipe, RecipesRoot]]],
+    options: EnumerationOptions,
+    normaliser: PolicyNormaliser,
+    variants: Mapping[str, Iterable[str]] | None = None,
+) -> tuple[TuningChange, ...]:
+    """The non-major flags the PR changes across the recipes ``pairs`` ((base, head) of
+    each recipe on both sides), largest first. ``variants`` (recipe -> variants) limits
+    a recipe to the variants that can differ (the others are the same on both sides)."""
+    out = _Counts()
+    memo = _Memo(normaliser)
+    for (base_recipe, base_root), (head_recipe, head_root) in pairs:
+        wanted = (variants or {}).get(head_recipe.hf_id)
+        recipe_options = options
+        if wanted is not None:
+            only = sorted(set(wanted))
+            if options.variants is not None:
+                only = [v for v in only if v in options.variants]
+            recipe_options = options.model_copy(update={"variants": tuple(only)})
+        base = _Side(base_recipe, base_root, normaliser, memo)
+        head = _Side(head_recipe, head_root, normaliser, memo)
+        if recipe_is_omni(base_recipe) or recipe_is_omni(head_recipe):
+            if recipe_is_omni(base_recipe) and recipe_is_omni(head_recipe):
+                _compare_omni(base, head, recipe_options, out)
+            continue
+        old_cells = {
+            _cell_key(c): c for c in enumerate_cells(base_recipe, base_root, recipe_options)
+        }
+        for cell in enumerate_cells(head_recipe, head_root, recipe_options):
+            old = old_cells.get(_cell_key(cell))
+            if old is not None:
+                _compare_cell(base, head, old, cell, out)
+    return tuple(
+        TuningChange(
+            key=key,
+            flag_class=normaliser.classify(key),
+            combinations=count,
+            examples=tuple(out.examples[key]),
+        )
+        for key, count in sorted(out.combinations.items(), key=lambda kv: (-kv[1], kv[0]))
+    )
+
+
+def recipe_pairs(
+    base_root: Path, head_root: Path, models: Iterable[str]
+) -> list[tuple[tuple[Recipe, RecipesRoot], tuple[Recipe, RecipesRoot]]]:
+    """(base, head) of each recipe file ``models`` present on both materialised sides."""
+    from provenance.recipes.load.loader import load_recipe, load_recipes_root
+
+    base_loaded, head_loaded = load_recipes_root(base_root), load_recipes_root(head_root)
+    return [
+        (
+            (load_recipe(base_loaded, model), base_loaded),
+            (load_recipe(head_loaded, model), head_loaded),
+        )
+        for model in models
+    ]
