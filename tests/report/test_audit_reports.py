@@ -296,11 +296,16 @@ def test_json_report_validates_against_the_published_schema(tmp_path: Path) -> N
     jsonschema.Draft202012Validator(schema).validate(json.loads(out.getvalue()))
 
 
-def test_markdown_stays_within_a_pr_comment(
+def test_markdown_cuts_say_what_they_left_out_and_all_lifts_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(markdown, "ROW_BUDGET", 10)
+    report = make_report(tmp_path)
+    monkeypatch.setattr(markdown, "ACTIONABLE_BUDGET", 10)
     monkeypatch.setattr(markdown, "MAX_CLAIMS", 0)
-    output = render(make_report(tmp_path), "markdown")
-    assert "_2 more rows in the JSON report._" in output
-    assert "_1 more claims in the JSON report._" in output
+    output = render(report, "markdown")
+    assert "_2 more actionable groups not shown; all of them: `provenance audit --all" in output
+    assert "_1 more claims or backed groups not shown" in output
+    out = io.StringIO()
+    write_report(report, "markdown", out, show_all=True)
+    assert "not shown" not in out.getvalue()
+    assert out.getvalue().count("| nvfp4 |") == 2

@@ -29,6 +29,12 @@ def _open_output(path: Path | None) -> TextIO:
 )
 @click.option("--strict", is_flag=True, help="Exit 1 if a guide-only combination is undeclared.")
 @click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Text and markdown: print every row (by default long sections are cut, saying so).",
+)
+@click.option(
     "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write here."
 )
 @click.option(
@@ -71,6 +77,7 @@ def audit(
     kv: str,
     fmt: str,
     strict: bool,
+    show_all: bool,
     output: Path | None,
     repo: Path | None,
     base: str | None,
@@ -126,9 +133,9 @@ def audit(
             if fmt == "text" and output is None:
                 from provenance.report.text import write as write_text
 
-                write_text(report, out, color=out.isatty())
+                write_text(report, out, color=out.isatty(), show_all=show_all)
             else:
-                write_report(report, fmt, out)
+                write_report(report, fmt, out, show_all=show_all)
         finally:
             if out is not sys.stdout:
                 out.close()

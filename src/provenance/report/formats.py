@@ -21,8 +21,16 @@ FORMATS: dict[str, str] = {
 }
 
 
+#: Formats that cut long sections (each cut says what it left out); ``show_all`` lifts the cuts.
+CUTTING = frozenset({"text", "markdown"})
+
+
 class Writer(Protocol):
     def __call__(self, report: AuditReport, out: TextIO) -> None: ...
+
+
+class CuttingWriter(Protocol):
+    def __call__(self, report: AuditReport, out: TextIO, *, show_all: bool = False) -> None: ...
 
 
 def writer(name: str) -> Writer:
@@ -33,5 +41,10 @@ def writer(name: str) -> Writer:
     return found
 
 
-def write_report(report: AuditReport, name: str, out: TextIO) -> None:
+def write_report(report: AuditReport, name: str, out: TextIO, *, show_all: bool = False) -> None:
+    """Write ``report`` in format ``name``; ``show_all`` lifts the cuts of :data:`CUTTING`."""
+    if show_all and name in CUTTING:
+        full: CuttingWriter = importlib.import_module(FORMATS[name]).write
+        full(report, out, show_all=True)
+        return
     writer(name)(report, out)

@@ -1,12 +1,22 @@
-"""Summaries shared by the text and markdown reports: counts per variant × hardware × strategy."""
+"""Summaries shared by the text and markdown reports: counts per variant × hardware × strategy,
+and the summary-first sections both print (``docs/report.md``, "Text and markdown audits"):
+
+1. what the recipe claims against what is backed (recommended cells, unbacked claims);
+2. *actionable* groups: guide-only cells an edit could fix, each with its nearest evidence
+   and the flag difference to it (``provenance suggest`` finds and proves the edit);
+3. *unreachable* groups: evidence exists, but only in shapes the recipe schema cannot
+   express, so no edit reaches it;
+4. *unbenchmarked* cells (only ``no-evidence``), one line per variant × hardware.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from provenance.audit.verdicts import AuditReport, Reason
-from provenance.model.reasons import VerdictKind
+from provenance.audit.verdicts import AuditReport, NearestEvidence, Reason, ReverseEntry
+from provenance.model.reasons import ReasonCode, VerdictKind
 
 #: How many reasons a summary row names.
 TOP_REASONS = 5
@@ -61,12 +71,29 @@ class GroupRow:
     guide_only: int = 0
     declared: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
+    #: reason codes of the guide-only cells
+    codes: set[str] = field(default_factory=set)
+    #: nearest evidence of the guide-only cells (:func:`nearest_label`) -> combinations
+    nearest: Counter[str] = field(default_factory=Counter)
+    #: records named as nearest evidence by the guide-only cells
+    nearest_records: set[str] = field(default_factory=set)
+    #: why an unreachable cell cannot reach evidence (details of ``unreachable`` reasons)
+    unreachable_why: Counter[str] = field(default_factory=Counter)
+    #: the smallest flag difference to nearest evidence among the guide-only cells
+    distance: int | None = None
 
-    def top_reasons(self, limit: int = TOP_REASONS) -> list[tuple[str, int]]:
-        return sorted(
+    def top_reasons(self, limit: int | None = TOP_REASONS) -> list[tuple[str, int]]:
+        ranked = sorted(
             self.reasons.items(),
             key=lambda kv: (-kv[1], _PRIORITY.get(kv[0].split(" ", 1)[0], 9), kv[0]),
-        )[:limit]
+        )
+        return ranked if limit is None else ranked[:limit]
+
+    def top_nearest(self) -> tuple[str, int] | None:
+        """The nearest evidence (and its difference) of most guide-only cells."""
+        if not self.nearest:
+            return None
+        return min(self.nearest.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def group_rows(report: AuditReport, *, with_sources: bool = True) -> list[GroupRow]:
@@ -94,4 +121,143 @@ def group_rows(report: AuditReport, *, with_sources: bool = True) -> list[GroupR
                 row.declared += count
             for label in labels:
                 row.reasons[label] += count
+            for reason in entry.reasons:
+                row.codes.add(str(reason.code))
+                if reason.code == _UNREACHABLE and reason.detail:
+                    row.unreachable_why[reason.detail] += count
+            if entry.nearest:
+                row.nearest[nearest_label(entry.nearest)] += count
+                row.nearest_records.update(n.record for n in entry.nearest)
+                distance = sum(n.distance for n in entry.nearest)
+                if row.distance is None or distance < row.distance:
+                    row.distance = distance
     return list(rows.values())
+
+
+#: The reason code of a cell no schema edit can bring to evidence, when the audit has it.
+_UNREACHABLE = "unreachable"
+
+
+def diff_text(
+    only_recipe: Mapping[str, str],
+    only_evidence: Mapping[str, str],
+    changed: Mapping[str, tuple[str, str]],
+) -> str:
+    """A flag difference, recipe against evidence: ``+k=v`` recipe only, ``-k=v`` evidence
+    only, ``k: recipe a, evidence b`` differing values."""
+    parts = [f"+{k}={v}" for k, v in only_recipe.items()]
+    parts += [f"-{k}={v}" for k, v in only_evidence.items()]
+    parts += [f"{k}: recipe {a}, evidence {b}" for k, (a, b) in changed.items()]
+    return "; ".join(parts) if parts else "same major flags"
+
+
+def nearest_label(nearest: tuple[NearestEvidence, ...]) -> str:
+    """``fp4-b200-vllm [owner/repo#1]: serve +k=v; -k=v`` for a cell's nearest evidence."""
+    first = nearest[0]
+    prs = ", ".join(first.prs[:MAX_SOURCES])
+    more = len(first.prs) - MAX_SOURCES
+    head = (
+        f"{first.config_key} [{prs}{f', +{more}' if more > 0 else ''}]" if prs else first.config_key
+    )
+    roles = "; ".join(
+        f"{n.role or 'serve'} {diff_text(n.only_recipe, n.only_evidence, n.changed)}"
+        for n in nearest
+    )
+    return f"{head}: {roles}"
+
+
+@dataclass(frozen=True)
+class Unbenchmarked:
+    """Cells with no evidence in scope, one per (recipe, variant, hardware)."""
+
+    recipe: str
+    variant: str
+    hardware: str
+    strategies: tuple[str, ...]
+    combinations: int
+
+
+@dataclass(frozen=True)
+class Sections:
+    """The summary-first sections of a text or markdown audit."""
+
+    #: rows with recommended cells (what the evidence backs)
+    backed: list[GroupRow]
+    #: guide-only groups an edit could fix
+    actionable: list[GroupRow]
+    #: guide-only groups whose evidence the schema cannot express, with why
+    unreachable: list[tuple[GroupRow, str]]
+    unbenchmarked: list[Unbenchmarked]
+
+
+def _not_expressible(report: AuditReport) -> dict[str, str]:
+    """Record id -> why the recipe schema cannot express it (reverse direction)."""
+    return {e.record: e.why for e in report.reverse if e.status == "not-expressible"}
+
+
+def _unreachable_why(row: GroupRow, not_expressible: Mapping[str, str]) -> str | None:
+    """Why no recipe edit reaches evidence for ``row``'s guide-only cells, or None.
+
+    Unreachable: the audit said so (reason ``unreachable``), every reason is a
+    topology mismatch, or every nearest evidence point is one the schema cannot express.
+    """
+    if row.unreachable_why:
+        return min(row.unreachable_why.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+    topology = str(ReasonCode.TOPOLOGY_MISMATCH)
+    if topology in row.codes and row.codes <= {topology, str(ReasonCode.NO_EVIDENCE)}:
+        return "the flags match only evidence of another deployment shape"
+    if row.nearest_records and all(r in not_expressible for r in row.nearest_records):
+        whys = sorted({not_expressible[r] for r in row.nearest_records})
+        return "nearest evidence not expressible by the recipe schema: " + whys[0]
+    return None
+
+
+def sections(report: AuditReport, *, with_sources: bool = True) -> Sections:
+    """The rows of :func:`group_rows`, sorted into the summary-first sections."""
+    not_expressible = _not_expressible(report)
+    backed: list[GroupRow] = []
+    actionable: list[GroupRow] = []
+    unreachable: list[tuple[GroupRow, str]] = []
+    idle: dict[tuple[str, str, str], list[GroupRow]] = {}
+    for row in group_rows(report, with_sources=with_sources):
+        if row.recommended:
+            backed.append(row)
+        if not row.guide_only:
+            continue
+        if not row.recommended and row.codes <= {str(ReasonCode.NO_EVIDENCE)}:
+            idle.setdefault((row.recipe, row.variant, row.hardware), []).append(row)
+            continue
+        why = _unreachable_why(row, not_expressible)
+        if why is None:
+            actionable.append(row)
+        else:
+            unreachable.append((row, why))
+    # the cheapest fixes first: the smallest difference to evidence, then the most cells
+    actionable.sort(
+        key=lambda r: (r.distance if r.distance is not None else 1 << 30, -r.guide_only)
+    )
+    unbenchmarked = [
+        Unbenchmarked(*key, tuple(r.strategy for r in rows), sum(r.combinations for r in rows))
+        for key, rows in idle.items()
+    ]
+    return Sections(backed, actionable, unreachable, unbenchmarked)
+
+
+@dataclass(frozen=True)
+class ReverseRow:
+    """Reverse-direction entries that read the same (config key, PRs, status, detail)."""
+
+    entry: ReverseEntry
+    records: int
+
+
+def distinct_reverse(entries: tuple[ReverseEntry, ...]) -> list[ReverseRow]:
+    """Reverse entries with the same config key, PRs, status and detail, once each with
+    how many records they stand for; reproduced and not-expressible points first."""
+    order = {"reproduced": 0, "not-expressible": 1, "not-reproduced": 2}
+    seen: dict[tuple[str, tuple[str, ...], str, str], list[ReverseEntry]] = {}
+    for entry in entries:
+        detail = str(entry.combinations) if entry.status == "reproduced" else entry.why
+        seen.setdefault((entry.config_key, entry.prs, entry.status, detail), []).append(entry)
+    rows = [ReverseRow(group[0], len(group)) for group in seen.values()]
+    return sorted(rows, key=lambda r: (order.get(r.entry.status, 3), r.entry.config_key))

@@ -1,4 +1,7 @@
-"""Text report for people: rich tables grouped by variant × hardware × strategy.
+"""Text report for people, summary first (:mod:`provenance.report.grouping`): the claims
+against what is backed, the actionable groups with their nearest evidence, the unreachable
+groups, the unbenchmarked cells one line per variant × hardware, then the reverse direction.
+Every cut says how many rows it left out; ``--all`` (``show_all``) prints everything.
 
 Every value that came from a recipe, the ledger or evidence passes through
 :func:`provenance.escaping.terminal` and is put in a ``rich.text.Text`` (never
@@ -18,10 +21,17 @@ from rich.text import Text
 
 from provenance.audit.verdicts import AuditReport
 from provenance.escaping import terminal
-from provenance.report.grouping import group_rows
+from provenance.report.grouping import GroupRow, distinct_reverse, sections
 
-#: Most reverse-direction rows printed (the JSON report has them all).
+#: Most rows printed per section without ``--all`` (the JSON report has them all).
+MAX_GROUPS = 30
+MAX_UNBENCHMARKED = 40
+MAX_CLAIMS = 40
 MAX_REVERSE_ROWS = 60
+#: Reasons named per actionable group without ``--all``.
+TEXT_REASONS = 3
+#: How to see what a cut left out.
+SEE_ALL = "provenance audit --all"
 
 
 def _t(value: object, style: str = "") -> Text:
@@ -42,8 +52,23 @@ def _width(out: TextIO, width: int | None) -> int | None:
     return PIPE_WIDTH
 
 
+def more(hidden: int, what: str) -> str:
+    """The line that says what a cut left out and how to see it."""
+    return f"… {hidden} more {what} not shown (all of them: {SEE_ALL}, or --format json)"
+
+
+def suggest_command(recipes: tuple[str, ...]) -> str:
+    """``provenance suggest RECIPE``, naming the recipe when there is one."""
+    return f"provenance suggest {recipes[0] if len(recipes) == 1 else 'RECIPE'}"
+
+
 def write(
-    report: AuditReport, out: TextIO, *, color: bool = False, width: int | None = None
+    report: AuditReport,
+    out: TextIO,
+    *,
+    color: bool = False,
+    width: int | None = None,
+    show_all: bool = False,
 ) -> None:
     """Write the text report; it fits the terminal (``width`` fixes the width)."""
     width = _width(out, width)
@@ -56,6 +81,14 @@ def write(
         emoji=False,
         markup=False,
     )
+
+    def cut(count: int) -> int | None:
+        return None if show_all else count
+
+    def hidden(total: int, shown: int | None, what: str) -> None:
+        if shown is not None and total > shown:
+            console.print(_t(more(total - shown, what)))
+
     summary = report.summary
     title = Text("provenance audit: ")
     title.append(terminal(", ".join(report.recipes) or "(no recipe)"), style="bold")
@@ -78,22 +111,149 @@ def write(
                 + ", ".join(f"{code} {count}" for code, count in summary.by_reason.items())
             )
         )
-
-    table = Table(box=box.SIMPLE_HEAD, show_lines=False, expand=False)
+    parts = sections(report)
     multi = len(report.recipes) > 1
+
+    console.print()
+    console.print(Text("1. claims against evidence", style="bold"))
+    if parts.backed:
+        console.print(_t(f"  backed: {summary.recommended} recommended combination(s)"))
+        limit = cut(MAX_GROUPS)
+        for row in parts.backed[:limit]:
+            console.print(_t(f"    {_where(row, multi)}: {row.recommended} of {row.combinations}"))
+        hidden(len(parts.backed), limit, "groups with recommended combinations")
+    else:
+        console.print(_t("  backed: no combination is recommended"))
+    if report.claims:
+        console.print(_t(f"  not backed: {len(report.claims)} claim(s)"))
+        limit = cut(MAX_CLAIMS)
+        for claim in report.claims[:limit]:
+            console.print(
+                _t(f"    {claim.recipe} · {claim.subject}: {claim.claim} — {claim.detail}")
+            )
+        hidden(len(report.claims), limit, "claims")
+    else:
+        console.print(_t("  not backed: no claim of the recipe lacks evidence"))
+
+    console.print()
+    console.print(
+        Text(f"2. actionable groups ({len(parts.actionable)}): an edit could fix these", "bold")
+    )
+    if parts.actionable:
+        console.print(
+            _t(
+                f"  the smallest edits, proven by re-audit: {suggest_command(report.recipes)}; "
+                "nearest evidence and its difference (+ recipe only, - evidence only) below"
+            )
+        )
+        limit = cut(MAX_GROUPS)
+        console.print(_group_table(parts.actionable[:limit], multi, show_all))
+        hidden(len(parts.actionable), limit, "actionable groups")
+
+    console.print()
+    console.print(
+        Text(
+            f"3. unreachable groups ({len(parts.unreachable)}): no recipe edit reaches evidence",
+            "bold",
+        )
+    )
+    if parts.unreachable:
+        table = Table(box=box.SIMPLE_HEAD, show_lines=False, expand=False)
+        if multi:
+            table.add_column("recipe")
+        for name in ("variant", "hardware", "strategy"):
+            table.add_column(name)
+        table.add_column("guide-only", justify="right")
+        table.add_column("why", overflow="fold")
+        limit = cut(MAX_GROUPS)
+        for row, why in parts.unreachable[:limit]:
+            cells = [_t(row.variant), _t(row.hardware), _t(row.strategy), _t(row.guide_only)]
+            cells.append(_t(why))
+            if multi:
+                cells.insert(0, _t(row.recipe))
+            table.add_row(*cells)
+        console.print(table)
+        hidden(len(parts.unreachable), limit, "unreachable groups")
+
+    console.print()
+    idle_cells = sum(u.combinations for u in parts.unbenchmarked)
+    console.print(
+        Text(
+            f"4. unbenchmarked: {idle_cells} combination(s) with no evidence in scope, "
+            "one line per variant × hardware",
+            "bold",
+        )
+    )
+    limit = cut(MAX_UNBENCHMARKED)
+    for idle in parts.unbenchmarked[:limit]:
+        recipe = f"{idle.recipe} · " if multi else ""
+        console.print(
+            _t(
+                f"  {recipe}{idle.variant} · {idle.hardware}: {idle.combinations} "
+                f"({', '.join(idle.strategies)})"
+            )
+        )
+    hidden(len(parts.unbenchmarked), limit, "variant × hardware lines")
+
+    if report.reverse:
+        rows = distinct_reverse(report.reverse)
+        console.print()
+        reverse = Table(
+            title=(
+                f"evidence points in scope (reverse direction): {len(rows)} distinct of "
+                f"{len(report.reverse)}"
+            ),
+            box=box.SIMPLE_HEAD,
+            title_justify="left",
+        )
+        for name in ("config key", "PRs", "status", "records", "combinations / why"):
+            reverse.add_column(
+                name, overflow="fold", justify="right" if name == "records" else "left"
+            )
+        limit = cut(MAX_REVERSE_ROWS)
+        for item in rows[:limit]:
+            entry = item.entry
+            detail = str(entry.combinations) if entry.status == "reproduced" else entry.why
+            reverse.add_row(
+                _t(entry.config_key),
+                _t(", ".join(entry.prs) or "—"),
+                _t(entry.status, "green" if entry.status == "reproduced" else "yellow"),
+                _t(item.records),
+                _t(detail),
+            )
+        console.print(reverse)
+        hidden(len(rows), limit, "distinct evidence points")
+
+
+def _where(row: GroupRow, multi: bool) -> str:
+    where = f"{row.variant} · {row.hardware} · {row.strategy}"
+    return f"{row.recipe} · {where}" if multi else where
+
+
+def _group_table(rows: list[GroupRow], multi: bool, show_all: bool) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, show_lines=False, expand=False)
     if multi:
         table.add_column("recipe")
     for name in ("variant", "hardware", "strategy"):
         table.add_column(name)
     for name in ("combos", "recommended", "guide-only", "declared"):
         table.add_column(name, justify="right")
-    table.add_column("top reasons (combinations)", overflow="fold")
-    for row in group_rows(report):
+    table.add_column("top reasons (combinations); nearest evidence", overflow="fold")
+    for row in rows:
         reasons = Text()
-        for index, (label, count) in enumerate(row.top_reasons()):
+        shown = row.top_reasons(None if show_all else TEXT_REASONS)
+        for index, (label, count) in enumerate(shown):
             if index:
                 reasons.append("\n")
             reasons.append(terminal(f"{label} ({count})"))
+        left = len(row.reasons) - len(shown)
+        if left > 0:
+            reasons.append("\n")
+            reasons.append(terminal(f"… {left} more reasons ({SEE_ALL})"))
+        nearest = row.top_nearest()
+        if nearest is not None:
+            reasons.append("\n")
+            reasons.append(terminal(f"nearest ({nearest[1]}): {nearest[0]}"), style="cyan")
         cells = [
             _t(row.variant),
             _t(row.hardware),
@@ -107,34 +267,4 @@ def write(
         if multi:
             cells.insert(0, _t(row.recipe))
         table.add_row(*cells)
-    console.print(table)
-
-    if report.claims:
-        console.print(Text("claims not backed by evidence", style="bold"))
-        for claim in report.claims:
-            console.print(_t(f"  {claim.recipe} · {claim.subject}: {claim.claim} — {claim.detail}"))
-
-    if report.reverse:
-        reverse = Table(
-            title="evidence points in scope (reverse direction)",
-            box=box.SIMPLE_HEAD,
-            title_justify="left",
-        )
-        for name in ("config key", "PRs", "status", "combinations / why"):
-            reverse.add_column(name, overflow="fold")
-        # Reproduced and not-expressible points first: those are the findings; the many
-        # not-reproduced points follow (the JSON report has every one).
-        order = {"reproduced": 0, "not-expressible": 1, "not-reproduced": 2}
-        shown = sorted(report.reverse, key=lambda e: (order.get(e.status, 3), e.config_key))
-        for entry in shown[:MAX_REVERSE_ROWS]:
-            detail = str(entry.combinations) if entry.status == "reproduced" else entry.why
-            reverse.add_row(
-                _t(entry.config_key),
-                _t(", ".join(entry.prs) or "—"),
-                _t(entry.status, "green" if entry.status == "reproduced" else "yellow"),
-                _t(detail),
-            )
-        console.print(reverse)
-        hidden = len(report.reverse) - MAX_REVERSE_ROWS
-        if hidden > 0:
-            console.print(_t(f"  … {hidden} more evidence points in the JSON report"))
+    return table
