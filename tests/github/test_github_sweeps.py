@@ -231,6 +231,41 @@ def test_no_token_checks_nothing_and_writes_nothing(ledger_root: Path) -> None:
     assert snapshot(ledger_root) == before
 
 
+def test_without_a_token_recorded_runs_are_still_scoped(ledger_root: Path) -> None:
+    """The head SHA of a hand-recorded run is in the ledger: scoping needs no API."""
+    ledger = Ledger(ledger_root)
+    ran_id, other_id = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    hand = SweepRun(
+        run_id=29984401390,
+        attempt=1,
+        head_sha=SWEPT_HEAD,
+        conclusion="success",
+        source="review-thread",
+        recorded=TODAY,
+    )
+    ledger.merge_entry(LedgerEntry(pr=PR_2120, records=(ran_id, other_id), sweeps=(hand,)))
+    asked: list[str] = []
+
+    def scope(entry: LedgerEntry, run: SweepRun) -> tuple[str, ...]:
+        asked.append(run.head_sha)
+        return (ran_id,)
+
+    offline = GitHubUnavailable(reason="no GITHUB_TOKEN")
+    report = ingest_sweeps(ledger_root, [], offline, scope=scope)
+    assert asked == [SWEPT_HEAD]  # #2310 records no run
+    entry = ledger.entry(PR_2120)
+    assert entry is not None
+    (run,) = entry.sweeps
+    assert (run.scoped, run.ran, run.source) == (True, (ran_id,), "review-thread")
+    assert entry.validates(ran_id) and not entry.validates(other_id)
+    assert [o.changed for o in report.outcomes] == [True, False]
+    assert "1 ledger entry updated" in render_text(report)
+    before = snapshot(ledger_root)
+    again = ingest_sweeps(ledger_root, [], offline, scope=scope)
+    assert [o.changed for o in again.outcomes] == [False, False]
+    assert snapshot(ledger_root) == before
+
+
 def test_a_failure_part_way_leaves_the_ledger_untouched(
     fake_github: FakeGitHub, ledger_root: Path
 ) -> None:

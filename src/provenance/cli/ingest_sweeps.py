@@ -104,8 +104,9 @@ def sweeps(
     """Record green sweep runs (run id, attempt, head SHA, conclusion) of ledger PRs.
 
     Only runs on commits that are in the PR count; skipped runs and reuse no-op runs
-    are not green. Without a token nothing is checked and the ledger is left as it is
-    (exit 0); network and API failures exit 5 and leave the ledger untouched.
+    are not green. Without a token no run is looked up (exit 0); with --inferencex the
+    runs the ledger already records are still scoped. Network and API failures exit 5
+    and leave the ledger untouched.
     """
     options = SweepsOptions(
         prs=prs,

@@ -331,7 +331,10 @@ def ingest_sweeps(
             hint="run `provenance ingest inferencex` for these PRs first",
         )
     if isinstance(github, GitHubUnavailable):
-        return SweepIngestReport(targets=targets, not_checked=github.describe("sweep runs"))
+        scoped = () if scope is None else _scope_recorded(ledger, targets, scope, lock_timeout)
+        return SweepIngestReport(
+            targets=targets, not_checked=github.describe("sweep runs"), outcomes=scoped
+        )
 
     # Every read first: a failure here raises before anything is written.
     found = tuple(collect_pr_sweeps(github, pr) for pr in targets)
@@ -372,12 +375,49 @@ def ingest_sweeps(
     return SweepIngestReport(targets=targets, found=found, outcomes=tuple(outcomes))
 
 
+def _scope_recorded(
+    ledger: Ledger,
+    targets: Sequence[PrRef],
+    scope: Callable[[LedgerEntry, SweepRun], tuple[str, ...]],
+    lock_timeout: float,
+) -> tuple[EntryOutcome, ...]:
+    """Scope the runs the ledger already records (by hand or before) without the API.
+
+    A run's facts (head SHA) are in the ledger, so which records its head ran needs only
+    the InferenceX checkout; every run not yet scoped gets ``scoped``/``ran``.
+    """
+    outcomes = []
+    with writer_lock(ledger.root, timeout=lock_timeout):
+        for pr in targets:
+            current = ledger.entry(pr)
+            if current is None:
+                continue
+            fresh = tuple(
+                s.model_copy(update={"scoped": True, "ran": scope(current, s)})
+                for s in current.sweeps
+                if not s.scoped
+            )
+            changed = bool(fresh) and ledger.merge_entry(
+                LedgerEntry(pr=pr, sweeps=fresh, sources=current.sources)
+            )
+            outcomes.append(EntryOutcome(pr=pr, changed=changed))
+    return tuple(outcomes)
+
+
 def render_text(report: SweepIngestReport) -> str:
     """The terminal report (every value from the API is made inert)."""
     if report.not_checked is not None:
+        scoped = sum(1 for o in report.outcomes if o.changed)
+        done = (
+            f"  recorded runs scoped against the InferenceX checkout: {scoped} ledger "
+            f"entr{'y' if scoped == 1 else 'ies'} updated\n"
+            if report.outcomes
+            else ""
+        )
         return (
-            f"{report.not_checked}; {len(report.targets)} ledger PR(s) left as they are\n"
-            "  set GITHUB_TOKEN (or pass --token-env NAME) to record sweep runs from the API\n"
+            f"{report.not_checked}; no new runs recorded for {len(report.targets)} ledger PR(s)\n"
+            + done
+            + "  set GITHUB_TOKEN (or pass --token-env NAME) to record sweep runs from the API\n"
         )
     lines: list[str] = []
     outcomes = {o.pr: o for o in report.outcomes}
