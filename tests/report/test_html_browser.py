@@ -487,6 +487,39 @@ def test_diff_mode_highlights_changed_cells(
     assert "flags-changed" in browser.text_of("#detail")
 
 
+def test_pr_page_shows_the_gate_above_the_matrices(
+    browser: Page, tmp_path: Path, report: AuditReport
+) -> None:
+    from provenance.report.pr_html import GateCell, GateGroup, HtmlGate
+
+    cell = GateCell(
+        variant="nvfp4", hardware="b200", combinations=3, strategies=("single_node_tp",),
+        nearest="InferenceX#2120",
+    )  # fmt: skip
+    gate = HtmlGate(
+        passed=False,
+        verdict="gate: FAIL — 3 regressed",
+        groups=(
+            GateGroup(
+                category="regressed-verdict",
+                subject="serve: kv_cache_dtype=fp8",
+                combinations=3,
+                recipes=("MiniMaxAI/MiniMax-M3",),
+                cells=(cell,),
+            ),
+        ),
+    )
+    diff = HtmlDiff(base="8959cf6", head="pr-735", gate=gate)
+    browser.open(write_page(tmp_path, render_html(report, diff=diff)))
+    browser.wait_for("document.querySelectorAll('button.cell').length > 0")
+    shown = browser.text_of("#gate")
+    assert shown.startswith("gate: FAIL — 3 regressed")
+    assert "Regressed: was recommended, now guide-only — 3 combination(s)" in shown
+    assert "serve: kv_cache_dtype=fp8" in shown and "InferenceX#2120" in shown
+    top = "document.getElementById('{}').getBoundingClientRect().top"
+    assert browser.js(top.format("gate")) < browser.js(top.format("app"))
+
+
 def _guide_only_example(report: AuditReport) -> tuple[str, str, VerdictEntry] | None:
     """A guide-only single-node TP combination, NVFP4 + EAGLE3 on B200 if there is one.
 

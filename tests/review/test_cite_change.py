@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
-import git
 import pytest
 import yaml
-from recipes_history import HISTORY, PR682_BASE, PR682_HEAD
-from recipes_repo import EMBEDDED, MODEL, REPO_ROOT, keep, pr_repo
+from recipes_history import HISTORY, replay_pr682
+from recipes_repo import EMBEDDED, REPO_ROOT, keep, pr_repo
 
 from provenance.audit.pipeline import AuditFilters
 from provenance.model.combination import Selection
@@ -126,17 +124,8 @@ def pr682(tmp_path_factory: pytest.TempPathFactory) -> PrAuditRequest:
     after #682 (the FP8 indexer added to nvfp4 and mxfp8)."""
     if not HISTORY.is_dir():
         pytest.skip("../shared/corpus is absent")
-    work = tmp_path_factory.mktemp("pr682") / "recipes"
-    shutil.copytree(EMBEDDED, work)
-    repo = git.Repo.init(work)
-    author = git.Actor("t", "t@example.invalid")
-    shas = []
-    for name in (PR682_BASE, PR682_HEAD):
-        shutil.copy(HISTORY / name, work / MODEL)
-        repo.git.add(A=True)
-        repo.index.commit(name, author=author, committer=author)
-        shas.append(repo.head.commit.hexsha)
-    return PrAuditRequest(repo=work, base=shas[0], head=shas[1], ledger=LEDGER, evidence=EVIDENCE)
+    work, base, head = replay_pr682(tmp_path_factory.mktemp("pr682"))
+    return PrAuditRequest(repo=work, base=base, head=head, ledger=LEDGER, evidence=EVIDENCE)
 
 
 @pytest.mark.corpus

@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import git
 import pytest
 from click.testing import CliRunner
-from recipes_history import HISTORY, MODEL, PR682_BASE, PR682_HEAD, REPO_ROOT
+from recipes_history import HISTORY, REPO_ROOT, replay_pr682
 from recipes_support import full_checkout
 from syrupy.assertion import SnapshotAssertion
 
@@ -129,18 +127,8 @@ def pr682_repo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     PR #672, head = after #682."""
     if not HISTORY.is_dir():
         pytest.skip("../shared/corpus is absent")
-    work = tmp_path_factory.mktemp("pr682") / "recipes"
-    shutil.copytree(REPO_ROOT / "recipes", work)
-    repo = git.Repo.init(work)
-    author = git.Actor("t", "t@example.invalid")
-    revisions = []
-    for day, name in enumerate((PR682_BASE, PR682_HEAD), start=1):
-        shutil.copy(HISTORY / name, work / MODEL)
-        repo.git.add(A=True)
-        date = f"{1_784_592_000 + day * 86_400} +0000"  # fixed dates: the same SHAs on every run
-        repo.index.commit(name, author=author, committer=author, author_date=date, commit_date=date)
-        revisions.append(repo.head.commit.hexsha)
-    return {"repo": str(work), "base": revisions[0], "head": revisions[1]}
+    work, base, head = replay_pr682(tmp_path_factory.mktemp("pr682"))
+    return {"repo": str(work), "base": base, "head": head}
 
 
 def _slow(name: str) -> list[pytest.MarkDecorator]:

@@ -50,6 +50,7 @@ from provenance.audit.verdicts import (
 from provenance.model.combination import PdPool, PdSelection, Selection
 from provenance.model.ledger import SweepRun
 from provenance.model.reasons import VerdictKind
+from provenance.report.pr_html import HtmlGate, gate_section
 
 if TYPE_CHECKING:
     from provenance.review.diff import DiffReport
@@ -89,6 +90,8 @@ class HtmlDiff(BaseModel):
     head: str = ""
     changes: dict[str, ChangeKind] = Field(default_factory=dict)
     removed: tuple[Selection, ...] = ()
+    #: the PR gate's result and blocking list, shown above the matrices
+    gate: HtmlGate | None = None
 
     @classmethod
     def from_review(cls, review: DiffReport) -> HtmlDiff:
@@ -101,7 +104,13 @@ class HtmlDiff(BaseModel):
                 changes[selection.label()] = kind
                 if kind is ChangeKind.REMOVED:
                     removed.append(selection)
-        return cls(base=review.base, head=review.head, changes=changes, removed=tuple(removed))
+        return cls(
+            base=review.base,
+            head=review.head,
+            changes=changes,
+            removed=tuple(removed),
+            gate=HtmlGate.from_review(review),
+        )
 
 
 class _Table:
@@ -597,6 +606,7 @@ def render_html(
         f"<style>{css}</style>\n</head>\n<body>\n"
         '<a class="skip" href="#matrices">Skip to the matrices</a>\n'
         f"<header><h1>{html.escape(title)}</h1></header>\n"
+        f"{gate_section(diff.gate) if diff is not None and diff.gate is not None else ''}"
         '<main id="app" aria-busy="true">'
         "<noscript><p>This page needs JavaScript to draw the evidence matrix. The data is "
         "in the JSON element <code>provenance-data</code>; <code>provenance audit "

@@ -1,0 +1,174 @@
+"""The gate section of a PR's HTML page: PASS or FAIL and why, then the blocking list.
+
+The page of a PR audit (``provenance audit --repo … --format html``) is the head audit's
+evidence matrix with the changed cells highlighted; above it, this section says what the
+markdown comment says first (``docs/audit.md``, "The PR gate"): the verdict line, then
+every blocking group in the reviewer's order — regressions, new claims, new unevidenced
+flags, new guide-only combinations — each with the flag it is about, its cells and the
+nearest evidence. It is plain HTML written on the server (it shows without JavaScript);
+every value in it comes from the audit of an untrusted PR and goes through
+:func:`html.escape` (:func:`_e`), never into an attribute other than ``class`` and
+``id``, whose values are fixed here.
+"""
+
+from __future__ import annotations
+
+import html
+
+from pydantic import BaseModel, ConfigDict
+
+from provenance.escaping import terminal
+from provenance.report.diff import (
+    CATEGORY_TITLE,
+    SECTION_ORDER,
+    BlockGroup,
+    blocking_groups,
+    verdict_line,
+)
+from provenance.review.diff import DiffReport
+
+
+class GateCell(BaseModel):
+    """Combinations of one (variant, hardware) cell of a blocking group."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    variant: str
+    hardware: str
+    combinations: int
+    strategies: tuple[str, ...]
+    nearest: str
+
+
+class GateGroup(BaseModel):
+    """One blocking group (or, for ``new-claim``, one new unbacked claim)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    category: str
+    #: the flag (``role: key=value``) the group is about, or the claim
+    subject: str
+    combinations: int
+    recipes: tuple[str, ...]
+    cells: tuple[GateCell, ...] = ()
+    detail: str = ""
+
+
+class HtmlGate(BaseModel):
+    """The gate's decision and the blocking list, in the reviewer's order."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    passed: bool
+    verdict: str
+    groups: tuple[GateGroup, ...] = ()
+
+    @classmethod
+    def from_review(cls, diff: DiffReport) -> HtmlGate:
+        blocking = blocking_groups(diff.changes)
+        by_category: dict[str, list[GateGroup]] = {c: [] for c in SECTION_ORDER}
+        for group in blocking:
+            by_category[group.category].append(_gate_group(group))
+        by_category["new-claim"] = [
+            GateGroup(
+                category="new-claim",
+                subject=claim.subject
+                if claim.kv_offload is not None
+                else f"meta.hardware.{claim.hardware}: {claim.claim}",
+                combinations=claim.recommended,
+                recipes=(claim.recipe,),
+                detail=claim.detail,
+            )
+            for claim in diff.claims
+        ]
+        return cls(
+            passed=diff.gate.passed,
+            verdict=verdict_line(diff, blocking),
+            groups=tuple(g for c in SECTION_ORDER for g in by_category[c]),
+        )
+
+
+def _gate_group(group: BlockGroup) -> GateGroup:
+    cells = sorted(group.cells.items(), key=lambda kv: (-kv[1].count, kv[0]))
+    return GateGroup(
+        category=group.category,
+        subject=group.flag,
+        combinations=group.count,
+        recipes=tuple(sorted(group.recipes)),
+        cells=tuple(
+            GateCell(
+                variant=variant,
+                hardware=hardware,
+                combinations=cell.count,
+                strategies=tuple(sorted(cell.strategies)),
+                nearest=cell.nearest_text(),
+            )
+            for (variant, hardware), cell in cells
+        ),
+        detail="; ".join(f"{r} ×{n}" for r, n in group.reasons.most_common(3)),
+    )
+
+
+def _e(value: object) -> str:
+    """An untrusted value as HTML text (control characters made visible first)."""
+    return html.escape(terminal(value), quote=True)
+
+
+def gate_section(gate: HtmlGate) -> str:
+    """The ``<section id="gate">`` element of the PR page."""
+    state = "pass" if gate.passed else "fail"
+    out = [
+        f'<section id="gate" class="gate gate-{state}" aria-labelledby="gate-verdict">',
+        f'<p id="gate-verdict" class="gate-verdict"><strong>{_e(gate.verdict)}</strong></p>',
+    ]
+    for category in SECTION_ORDER:
+        groups = [g for g in gate.groups if g.category == category]
+        if not groups:
+            continue
+        total = sum(g.combinations for g in groups)
+        what = "claim(s)" if category == "new-claim" else "combination(s)"
+        count = len(groups) if category == "new-claim" else total
+        out.append(
+            f'<h2 class="gate-category" data-category="{category}">'
+            f"{_e(CATEGORY_TITLE[category])} — {count} {what}</h2>"
+        )
+        out.append('<ol class="gate-groups">')
+        for group in groups:
+            out.append(_group_item(group))
+        out.append("</ol>")
+    out.append("</section>")
+    return "\n".join(out) + "\n"
+
+
+def _group_item(group: GateGroup) -> str:
+    recipes = ", ".join(_e(r) for r in group.recipes)
+    if group.category == "new-claim":
+        head = (
+            f"<code>{_e(group.subject)}</code> in {recipes} — "
+            f"{group.combinations} recommended combination(s) back it"
+        )
+    else:
+        head = (
+            f"<code>{_e(group.subject)}</code> — {group.combinations} combination(s) in {recipes}"
+        )
+    parts = [f'<li class="gate-group">{head}']
+    if group.cells:
+        parts.append(
+            '<table class="gate-cells"><thead><tr><th scope="col">variant</th>'
+            '<th scope="col">hardware</th><th scope="col">strategies</th>'
+            '<th scope="col">combinations</th><th scope="col">nearest evidence</th></tr>'
+            "</thead><tbody>"
+        )
+        for cell in group.cells:
+            parts.append(
+                f"<tr><td><code>{_e(cell.variant)}</code></td>"
+                f"<td><code>{_e(cell.hardware)}</code></td>"
+                f"<td>{', '.join(_e(s) for s in cell.strategies)}</td>"
+                f"<td>{cell.combinations}</td><td>{_e(cell.nearest)}</td></tr>"
+            )
+        parts.append("</tbody></table>")
+    if group.detail:
+        label = "Why" if group.category == "new-claim" else "Reasons"
+        parts.append(f'<p class="gate-detail">{label}: {_e(group.detail)}</p>')
+    parts.append("</li>")
+    return "".join(parts)
