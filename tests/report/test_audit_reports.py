@@ -304,7 +304,7 @@ def test_markdown_cuts_say_what_they_left_out_and_all_lifts_them(
     monkeypatch.setattr(markdown, "MAX_CLAIMS", 0)
     output = render(report, "markdown")
     assert "_2 more actionable groups not shown; all of them: `provenance audit --all" in output
-    assert "_1 more claims or backed groups not shown" in output
+    assert "_1 more claims, backed groups or unclassified names not shown" in output
     out = io.StringIO()
     write_report(report, "markdown", out, show_all=True)
     assert "not shown" not in out.getvalue()

@@ -79,6 +79,10 @@ class PolicyNormaliser:
         self._memo: dict[tuple[object, ...], FlagSet] = {}
         self._classes: dict[str, str] = {}
 
+    def is_classified(self, key: str) -> bool:
+        """Whether a policy rule names ``key`` (else it is major by the catch-all)."""
+        return self._policy.is_classified(key)
+
     def unit_facts(self, unit: tuple[str, ...]) -> UnitFacts:
         found = self._units.get(unit)
         if found is not None:

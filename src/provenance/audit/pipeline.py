@@ -10,7 +10,7 @@ are resolved by :func:`default_inputs` alone). The decisions live in
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -83,12 +83,15 @@ def audit(
     notices: Sequence[str] = (),
     classify: ClassifyFn | None = None,
     judges: dict[str, Judge] | None = None,
+    is_classified: Callable[[str], bool] | None = None,
 ) -> AuditReport:
     """Audit every combination of every recipe against ``graph``.
 
     ``judges`` (recipe ref -> :class:`Judge`) lets several audits against the same
     ``graph``, normaliser and ``classify`` share each recipe's judgement memos (the
     base and head of a pull request): missing judges are created and added to it.
+    ``is_classified`` (the policy's) lets the summary list the unclassified environment
+    variables that decided verdicts.
     """
     matcher = DeclarationMatcher(declarations or Declarations())
     verdicts: list[VerdictEntry] = []
@@ -141,7 +144,7 @@ def audit(
         ledger=ledger,
         ledger_source=ledger_source,
         notices=tuple(notices),
-        summary=summarise(verdicts, count),
+        summary=summarise(verdicts, count, is_classified),
         records=record_table(cited, graph),
         verdicts=tuple(verdicts),
         reverse=tuple(reverse),
@@ -447,6 +450,7 @@ def run_audit(
         ledger_source=ledger_identity(resolved.ledger),
         notices=notices,
         judges=loaded.judges,
+        is_classified=loaded.normaliser.is_classified,
     )
 
 

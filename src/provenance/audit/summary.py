@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from provenance.audit.index import EvidenceIndex
 from provenance.audit.tally import Tally
@@ -40,10 +40,24 @@ def record_table(ids: Iterable[str], graph: EvidenceIndex) -> tuple[RecordSummar
     return tuple(out)
 
 
-def summarise(verdicts: Sequence[VerdictEntry], count: int) -> AuditSummary:
-    """Combinations by verdict, declared, and by reason code (each code once per entry)."""
+#: Prefix of an environment variable's flag key.
+ENV_PREFIX = "env:"
+
+
+def summarise(
+    verdicts: Sequence[VerdictEntry],
+    count: int,
+    is_classified: Callable[[str], bool] | None = None,
+) -> AuditSummary:
+    """Combinations by verdict, declared, and by reason code (each code once per entry).
+
+    With ``is_classified`` (the policy's), also the environment variables no policy rule
+    names (major only by the catch-all) that a guide-only reason names, with the
+    combinations each decided: the names the policy table should learn.
+    """
     recommended = guide_only = declared = 0
     by_reason: Counter[str] = Counter()
+    unclassified: Counter[str] = Counter()
     recommended_kind = VerdictKind.RECOMMENDED
     for entry in verdicts:
         size = entry.combinations
@@ -59,6 +73,14 @@ def summarise(verdicts: Sequence[VerdictEntry], count: int) -> AuditSummary:
             if code not in counted:
                 counted.add(code)
                 by_reason[code] += size
+        if is_classified is not None:
+            names = {
+                r.flag
+                for r in entry.reasons
+                if r.flag and r.flag.startswith(ENV_PREFIX) and not is_classified(r.flag)
+            }
+            for name in names:
+                unclassified[name] += size
     return AuditSummary(
         combinations=count,
         recommended=recommended,
@@ -66,4 +88,5 @@ def summarise(verdicts: Sequence[VerdictEntry], count: int) -> AuditSummary:
         declared=declared,
         undeclared_guide_only=guide_only - declared,
         by_reason={str(code): size for code, size in sorted(by_reason.items())},
+        unclassified_env=dict(sorted(unclassified.items(), key=lambda kv: (-kv[1], kv[0]))),
     )

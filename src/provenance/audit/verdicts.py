@@ -334,6 +334,17 @@ class AuditSummary(BaseModel):
     declared: int
     undeclared_guide_only: int
     by_reason: dict[str, int] = Field(default_factory=dict)
+    #: environment variables no policy rule names (major by default) that a guide-only
+    #: reason names -> the combinations they decided; written only when there are some
+    unclassified_env: dict[str, int] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_unclassified(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """No ``unclassified_env`` key when every name is classified (the usual case)."""
+        data: dict[str, Any] = handler(self)
+        if not self.unclassified_env:
+            data.pop("unclassified_env", None)
+        return data
 
 
 class AuditReport(BaseModel):

@@ -261,3 +261,10 @@ def distinct_reverse(entries: tuple[ReverseEntry, ...]) -> list[ReverseRow]:
         seen.setdefault((entry.config_key, entry.prs, entry.status, detail), []).append(entry)
     rows = [ReverseRow(group[0], len(group)) for group in seen.values()]
     return sorted(rows, key=lambda r: (order.get(r.entry.status, 3), r.entry.config_key))
+
+
+#: What the unclassified environment variables line says before the names.
+UNCLASSIFIED_HEAD = (
+    "environment variables no policy rule names (major by default; add them to the "
+    "policy table, docs/flags.md), with the combinations they decided"
+)

@@ -13,7 +13,7 @@ from typing import TextIO
 
 from provenance.audit.verdicts import AuditReport
 from provenance.escaping import markdown_cell_code, markdown_code, markdown_inline
-from provenance.report.grouping import GroupRow, distinct_reverse, sections
+from provenance.report.grouping import UNCLASSIFIED_HEAD, GroupRow, distinct_reverse, sections
 
 #: GitHub's limit on a comment's size, and the budget this report keeps within it
 #: (the rest is room for a caller's heading or footer).
@@ -141,7 +141,13 @@ def write(
             claims.left_out += len(report.claims) - MAX_CLAIMS
     else:
         claims.add("Not backed: no claim of the recipe lacks evidence.")
-    lines += claims.close("claims or backed groups")
+    if summary.unclassified_env:
+        claims.add("")
+        claims.add(f"Unclassified: {UNCLASSIFIED_HEAD}:")
+        claims.add("")
+        for name, count in summary.unclassified_env.items():
+            claims.add(f"- {markdown_code(name)} ({count})")
+    lines += claims.close("claims, backed groups or unclassified names")
 
     lines += ["", f"### 2. Actionable groups ({len(parts.actionable)}): an edit could fix these"]
     if parts.actionable:

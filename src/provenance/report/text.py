@@ -21,7 +21,7 @@ from rich.text import Text
 
 from provenance.audit.verdicts import AuditReport
 from provenance.escaping import terminal
-from provenance.report.grouping import GroupRow, distinct_reverse, sections
+from provenance.report.grouping import UNCLASSIFIED_HEAD, GroupRow, distinct_reverse, sections
 
 #: Most rows printed per section without ``--all`` (the JSON report has them all).
 MAX_GROUPS = 30
@@ -134,6 +134,13 @@ def write(
         hidden(len(report.claims), limit, "claims")
     else:
         console.print(_t("  not backed: no claim of the recipe lacks evidence"))
+    if summary.unclassified_env:
+        names = list(summary.unclassified_env.items())
+        limit = cut(MAX_CLAIMS)
+        console.print(_t(f"  {UNCLASSIFIED_HEAD}:", "yellow"))
+        for name, count in names[:limit]:
+            console.print(_t(f"    {name} ({count})"))
+        hidden(len(names), limit, "environment variables")
 
     console.print()
     console.print(
