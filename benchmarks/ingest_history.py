@@ -105,6 +105,7 @@ def incremental(args: argparse.Namespace) -> dict[str, Any]:
         raise SystemExit("fewer than two planned merges: nothing to ingest incrementally")
     previous, newest = merges[-2], merges[-1]
     out = Path(args.out or tempfile.mkdtemp(prefix="ingest-incremental-"))
+    out.mkdir(parents=True, exist_ok=True)
     if args.warm_cache:  # a cache filled by ``full`` makes the (untimed) setup quick
         subprocess.run(["cp", "-r", str(args.warm_cache), str(out / "cache")], check=True)
     # the ledger at merge N-1 (not timed), then merge N with no cache: one real extraction
