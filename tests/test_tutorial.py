@@ -128,7 +128,12 @@ def expect_output(shown: list[str], printed: list[str], trimmed: bool) -> None:
             None,
         )
         if start is None:
-            at = position + (number > 0)
+            # report the closest place: where the longest start of the segment matches
+            at = max(
+                (at for at in candidates if at >= position + (number > 0)),
+                key=lambda at: first_mismatch(segment, printed, at, trimmed=True) or 0,
+                default=position + (number > 0),
+            )
             index = first_mismatch(segment, printed, at, trimmed=True) or 0
             where = "at the end of" if last and number else "after the previous lines of"
             fail(f"not printed {where} the output: {segment[index:][:1]!r}", at + index)
