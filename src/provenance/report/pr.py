@@ -1,7 +1,8 @@
 """Write a PR audit in the requested format and decide its exit code.
 
 ``json``, ``markdown`` and ``text`` describe the diff (changes, flag lens, gate);
-``sarif`` is the head audit's SARIF (code scanning annotates the recipe lines);
+``sarif`` carries only what the PR introduces, on the lines it changed
+(:func:`provenance.report.sarif.build_pr`);
 ``html`` is the head audit's page with the changed cells highlighted.
 """
 
@@ -30,10 +31,10 @@ def write_pr_audit(result: PrAuditResult, fmt: str, out: TextIO) -> None:
         if ledger:
             out.write(f"{terminal(ledger)}\n")
     elif fmt == "sarif":
-        from provenance.report.sarif import write as write_sarif
+        from provenance.report.sarif import write_pr as write_sarif
 
         if result.head_report is not None:
-            write_sarif(result.head_report, out)
+            write_sarif(result.head_report, result.base_report, diff, out)
         else:
             out.write('{"version": "2.1.0", "runs": []}\n')
     elif fmt == "html":

@@ -14,9 +14,10 @@ declaration carry an ``external`` suppression naming the declaration.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -24,11 +25,12 @@ from typing import Any, TextIO
 from pydantic import TypeAdapter
 
 from provenance import HOME_URL, __version__
-from provenance.audit.verdicts import AuditReport, Reason
+from provenance.audit.verdicts import AuditReport, Claim, Reason, VerdictEntry
 from provenance.escaping import terminal
 from provenance.model.combination import Selection
 from provenance.model.reasons import ReasonCode
 from provenance.recipes.locate import flag_places
+from provenance.review.diff import ChangeGroup, DiffReport
 from provenance.safe_yaml import KeyPath, LoadedYaml, load_yaml, load_yaml_text
 
 _REASON = TypeAdapter(Reason)
@@ -174,6 +176,8 @@ class _Result:
     count: int = 0
     undeclared: int = 0
     declarations: set[str] = field(default_factory=set)
+    #: the PR gate's category of the change that introduced it (PR SARIF only)
+    category: str | None = None
 
 
 def _artifact_uri(path: str) -> str:
@@ -196,6 +200,8 @@ def _message(result: _Result) -> str:
     else:
         what = f"{where}combination"
     text = f"{result.code} ({what})"
+    if result.category is not None:
+        text = f"{result.category}: {text}"
     if reason.evidence_value is not None:
         text += f" (evidence: {reason.evidence_value})"
     if reason.sources:
@@ -222,102 +228,144 @@ def _locator(report: AuditReport, recipe: str) -> FlagLocator | None:
     return FlagLocator(load_yaml(Path(path)))
 
 
-def build(report: AuditReport) -> dict[str, Any]:
-    locators: dict[str, FlagLocator | None] = {}
-    results: dict[tuple[object, ...], _Result] = {}
-    # Entries share their Reason objects, and equal reasons make one result: each object
-    # is mapped to the first equal one once (by id: the report keeps them all alive).
-    canonical: dict[Reason, Reason] = {}
-    same: dict[int, Reason] = {}
-    for entry in report.verdicts:
-        if not entry.reasons:
-            continue
-        locator = locators.get(entry.recipe)
-        if entry.recipe not in locators:
-            locator = _locator(report, entry.recipe)
-            locators[entry.recipe] = locator
-        reasons = []
-        for reason in entry.reasons:
-            first = same.get(id(reason))
-            if first is None:
-                first = same[id(reason)] = canonical.setdefault(reason, reason)
-            reasons.append((reason, id(first)))
-        for selection in entry.iter_selections():
-            layers = selection_layers(selection) if locator else ()
-            for reason, reason_id in reasons:
-                located = reason.flag if reason.code is not ReasonCode.MISSING_FLAG else None
-                line = (
-                    locator.line_for(located, reason.recipe_value, selection, reason.role, layers)
-                    if locator
-                    else 1
-                )
-                key = (entry.recipe, reason_id, line)
-                result = results.get(key)
-                if result is None:
-                    result = results[key] = _Result(
-                        reason.code, reason, entry.recipe, line, selection
-                    )
-                result.count += 1
-                if entry.declared_by:
-                    result.declarations.add(entry.declared_by)
-                else:
-                    result.undeclared += 1
-    codes = list(ReasonCode)
-    rules = [
-        {
-            "id": str(code),
-            "name": RULES[code][0].title().replace(" ", ""),
-            "shortDescription": {"text": RULES[code][0]},
-            "fullDescription": {"text": RULES[code][1]},
-            "helpUri": f"{DOCS_URL}#{code}",
-            "defaultConfiguration": {"level": "note" if code in _NOTE else "warning"},
-        }
-        for code in codes
+#: Where a result goes: (locator, reason, selection, :func:`selection_layers`) -> line.
+LineFor = Callable[[FlagLocator | None, Reason, Selection, tuple[object, ...]], int]
+
+
+def _flag_line(
+    locator: FlagLocator | None, reason: Reason, selection: Selection, layers: tuple[object, ...]
+) -> int:
+    """The line of the argument that introduced the reason's flag (module docstring)."""
+    if locator is None:
+        return 1
+    located = reason.flag if reason.code is not ReasonCode.MISSING_FLAG else None
+    return locator.line_for(located, reason.recipe_value, selection, reason.role, layers)
+
+
+class _Collector:
+    """Results keyed by (category, recipe, reason, line), with each recipe's locator."""
+
+    def __init__(self, report: AuditReport) -> None:
+        self.report = report
+        self.locators: dict[str, FlagLocator | None] = {}
+        self.results: dict[tuple[object, ...], _Result] = {}
+        # Entries share their Reason objects, and equal reasons make one result: each
+        # object is mapped to the first equal one once (by id: the report keeps them alive).
+        self._canonical: dict[Reason, Reason] = {}
+        self._same: dict[int, Reason] = {}
+
+    def locator(self, recipe: str) -> FlagLocator | None:
+        if recipe not in self.locators:
+            self.locators[recipe] = _locator(self.report, recipe)
+        return self.locators[recipe]
+
+    def add(
+        self,
+        entries: Iterable[VerdictEntry],
+        line_for: LineFor = _flag_line,
+        *,
+        category: str | None = None,
+        keep: Callable[[Reason], bool] | None = None,
+    ) -> None:
+        for entry in entries:
+            if not entry.reasons:
+                continue
+            locator = self.locator(entry.recipe)
+            reasons = []
+            for reason in entry.reasons:
+                if keep is not None and not keep(reason):
+                    continue
+                first = self._same.get(id(reason))
+                if first is None:
+                    first = self._same[id(reason)] = self._canonical.setdefault(reason, reason)
+                reasons.append((reason, id(first)))
+            for selection in entry.iter_selections() if reasons else ():
+                layers = selection_layers(selection) if locator else ()
+                for reason, reason_id in reasons:
+                    line = line_for(locator, reason, selection, layers)
+                    key = (category, entry.recipe, reason_id, line)
+                    result = self.results.get(key)
+                    if result is None:
+                        result = self.results[key] = _Result(
+                            reason.code, reason, entry.recipe, line, selection, category=category
+                        )
+                    result.count += 1
+                    if entry.declared_by:
+                        result.declarations.add(entry.declared_by)
+                    else:
+                        result.undeclared += 1
+
+
+def _rules(extra: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    return [
+        *(
+            {
+                "id": str(code),
+                "name": RULES[code][0].title().replace(" ", ""),
+                "shortDescription": {"text": RULES[code][0]},
+                "fullDescription": {"text": RULES[code][1]},
+                "helpUri": f"{DOCS_URL}#{code}",
+                "defaultConfiguration": {"level": "note" if code in _NOTE else "warning"},
+            }
+            for code in ReasonCode
+        ),
+        *extra,
     ]
-    sarif_results = []
-    for result in results.values():
-        path = report.recipe_files.get(result.recipe)
-        fingerprint = hashlib.sha256(
-            json.dumps(
-                [result.recipe, _REASON.dump_python(result.reason, mode="json")], sort_keys=True
-            ).encode()
-        ).hexdigest()
-        item: dict[str, Any] = {
-            "ruleId": str(result.code),
-            "ruleIndex": codes.index(result.code),
-            "level": "note" if result.code in _NOTE else "warning",
-            "message": {"text": _message(result)},
-            "locations": [
-                {
-                    "physicalLocation": {
-                        "artifactLocation": {"uri": _artifact_uri(path or result.recipe)},
-                        "region": {"startLine": result.line},
-                    },
-                    "logicalLocations": [{"name": terminal(result.recipe), "kind": "module"}],
-                }
-            ],
-            "partialFingerprints": {"provenanceReason/v1": fingerprint},
-            "properties": {
-                "recipe": _inert(result.recipe),
-                "role": _inert(result.reason.role),
-                "flag": _inert(result.reason.flag),
-                "recipeValue": _inert(result.reason.recipe_value),
-                "evidenceValue": _inert(result.reason.evidence_value),
-                "sources": [terminal(s) for s in result.reason.sources],
-                "combinations": result.count,
-                "undeclared": result.undeclared,
-            },
-        }
-        if result.undeclared == 0 and result.declarations:
-            item["suppressions"] = [
-                {
-                    "kind": "external",
-                    "justification": terminal(
-                        "declared guide-only: " + ", ".join(sorted(result.declarations))
-                    ),
-                }
-            ]
-        sarif_results.append(item)
+
+
+def _location(report: AuditReport, recipe: str, line: int) -> dict[str, Any]:
+    path = report.recipe_files.get(recipe)
+    return {
+        "physicalLocation": {
+            "artifactLocation": {"uri": _artifact_uri(path or recipe)},
+            "region": {"startLine": line},
+        },
+        "logicalLocations": [{"name": terminal(recipe), "kind": "module"}],
+    }
+
+
+def _item(report: AuditReport, result: _Result) -> dict[str, Any]:
+    fingerprint = hashlib.sha256(
+        json.dumps(
+            [result.recipe, _REASON.dump_python(result.reason, mode="json")], sort_keys=True
+        ).encode()
+    ).hexdigest()
+    item: dict[str, Any] = {
+        "ruleId": str(result.code),
+        "ruleIndex": list(ReasonCode).index(result.code),
+        "level": "note" if result.code in _NOTE else "warning",
+        "message": {"text": _message(result)},
+        "locations": [_location(report, result.recipe, result.line)],
+        "partialFingerprints": {"provenanceReason/v1": fingerprint},
+        "properties": {
+            "recipe": _inert(result.recipe),
+            "role": _inert(result.reason.role),
+            "flag": _inert(result.reason.flag),
+            "recipeValue": _inert(result.reason.recipe_value),
+            "evidenceValue": _inert(result.reason.evidence_value),
+            "sources": [terminal(s) for s in result.reason.sources],
+            "combinations": result.count,
+            "undeclared": result.undeclared,
+        },
+    }
+    if result.category is not None:
+        item["level"] = "error"
+        item["properties"]["gate"] = result.category
+    if result.undeclared == 0 and result.declarations:
+        item["suppressions"] = [
+            {
+                "kind": "external",
+                "justification": terminal(
+                    "declared guide-only: " + ", ".join(sorted(result.declarations))
+                ),
+            }
+        ]
+    return item
+
+
+def _document(
+    report: AuditReport, rules: list[dict[str, Any]], results: list[dict[str, Any]]
+) -> dict[str, Any]:
     return {
         "$schema": SARIF_SCHEMA_URI,
         "version": "2.1.0",
@@ -333,10 +381,188 @@ def build(report: AuditReport) -> dict[str, Any]:
                 },
                 "columnKind": "unicodeCodePoints",
                 "properties": {"ledger": terminal(report.ledger_line())},
-                "results": sarif_results,
+                "results": results,
             }
         ],
     }
+
+
+def build(report: AuditReport) -> dict[str, Any]:
+    collector = _Collector(report)
+    collector.add(report.verdicts)
+    return _document(report, _rules(), [_item(report, r) for r in collector.results.values()])
+
+
+# ---------------------------------------------------------------------------------------
+# The SARIF of a pull request
+
+#: the rule of a new ``verified`` claim no recommended combination backs (PR SARIF only)
+CLAIM_RULE: dict[str, Any] = {
+    "id": "new-claim",
+    "name": "NewUnbackedClaim",
+    "shortDescription": {"text": "New verified claim no recommended combination backs"},
+    "fullDescription": {
+        "text": "The PR marks a hardware (meta.hardware) or a KV offload choice "
+        "(kv_offload_support) verified, and no audited combination of it is recommended."
+    },
+    "helpUri": f"{DOCS_URL}#the-pr-gate",
+    "defaultConfiguration": {"level": "error"},
+}
+
+
+def changed_lines(before: str | None, after: str) -> frozenset[int]:
+    """The lines (from 1) of ``after`` that the change from ``before`` wrote: replaced
+    and inserted lines; when it only deleted lines, the line after each deletion (the
+    last line at the end). Every line when there is no ``before`` (a new file)."""
+    lines = after.splitlines()
+    if before is None:
+        return frozenset(range(1, len(lines) + 1))
+    written: set[int] = set()
+    after_deletions: set[int] = set()
+    matcher = difflib.SequenceMatcher(None, before.splitlines(), lines, autojunk=False)
+    for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
+        if tag in ("replace", "insert"):
+            written.update(range(j1 + 1, j2 + 1))
+        elif tag == "delete" and lines:
+            after_deletions.add(min(j1 + 1, len(lines)))
+    return frozenset(written or after_deletions)
+
+
+def _on_changed(changed: frozenset[int], candidates: Sequence[int]) -> int:
+    """The first candidate line the PR changed, else the changed line nearest the first
+    candidate (the candidate itself when the PR changed no line of the file)."""
+    for line in candidates:
+        if line in changed:
+            return line
+    if not changed:
+        return candidates[0]
+    return min(changed, key=lambda line: (abs(line - candidates[0]), line))
+
+
+def _new_flags(group: ChangeGroup) -> list[tuple[str, str, str]]:
+    """(role, key, value) of the major flags the change group newly sets."""
+    out = [(role, k, v) for role, flags in group.flags.added.items() for k, v in flags.items()]
+    out += [
+        (role, k, new)
+        for role, moved in group.flags.changed.items()
+        for k, (_old, new) in moved.items()
+    ]
+    return out
+
+
+def _recipe_text(report: AuditReport | None, recipe: str) -> str | None:
+    if report is None or recipe not in report.recipe_files:
+        return None
+    text = report.recipe_texts.get(recipe)
+    if text is not None:
+        return text
+    path = Path(report.recipe_files[recipe])
+    return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
+def _group_line_for(group: ChangeGroup, changed: frozenset[int]) -> LineFor:
+    """Lines of a blocking group's results: the reason's flag when the PR changed its
+    line, else a flag the group newly sets (for the reason's role), else the nearest
+    changed line."""
+    new = _new_flags(group)
+
+    def line_for(
+        locator: FlagLocator | None,
+        reason: Reason,
+        selection: Selection,
+        layers: tuple[object, ...],
+    ) -> int:
+        candidates = [_flag_line(locator, reason, selection, layers)]
+        if locator is not None:
+            candidates += [
+                locator.line_for(key, value, selection, role, layers)
+                for role, key, value in new
+                if reason.role is None or role == reason.role
+            ]
+        return _on_changed(changed, candidates)
+
+    return line_for
+
+
+def _group_keep(group: ChangeGroup) -> Callable[[Reason], bool] | None:
+    """Which head reasons the group introduces: for a new unevidenced flag, the reasons
+    about the flags it newly sets (all, when none names one); otherwise all."""
+    if group.block_reason != "new-unevidenced-flag":
+        return None
+    new = set(_new_flags(group))
+    if not any((r.role, r.flag, r.recipe_value) in new for r in group.reasons):
+        return None
+    return lambda r: (r.role, r.flag, r.recipe_value) in new
+
+
+def _claim_item(
+    report: AuditReport, claim: Claim, locator: FlagLocator | None, changed: frozenset[int]
+) -> dict[str, Any]:
+    path: KeyPath = (
+        ("kv_offload_support", claim.kv_offload)
+        if claim.kv_offload is not None
+        else ("meta", "hardware", claim.hardware)
+    )
+    line = (locator.loaded.line_of(path) if locator is not None else None) or 1
+    where = claim.subject if claim.kv_offload is not None else f"meta.hardware.{claim.hardware}"
+    text = f"new-claim: {where}: {claim.claim}, and no audited combination is recommended"
+    if claim.detail:
+        text += f". {claim.detail}"
+    fingerprint = hashlib.sha256(
+        json.dumps([claim.recipe, where, claim.claim], sort_keys=True).encode()
+    ).hexdigest()
+    return {
+        "ruleId": CLAIM_RULE["id"],
+        "ruleIndex": len(ReasonCode),
+        "level": "error",
+        "message": {"text": terminal(text)},
+        "locations": [_location(report, claim.recipe, _on_changed(changed, [line]))],
+        "partialFingerprints": {"provenanceClaim/v1": fingerprint},
+        "properties": {
+            "recipe": _inert(claim.recipe),
+            "claim": _inert(where),
+            "recommended": claim.recommended,
+            "gate": "new-claim",
+        },
+    }
+
+
+def build_pr(head: AuditReport, base: AuditReport | None, diff: DiffReport) -> dict[str, Any]:
+    """The SARIF of a PR: only what the PR introduces and the gate blocks — each blocking
+    change group's reasons (for a new unevidenced flag, those about the flags it newly
+    sets) and each new unbacked claim — placed on the lines the PR changed in the head
+    recipe (:func:`changed_lines`)."""
+    from provenance.review.introduced import introduced_entries
+
+    changed: dict[str, frozenset[int]] = {}
+
+    def changed_in(recipe: str) -> frozenset[int]:
+        found = changed.get(recipe)
+        if found is None:
+            after = _recipe_text(head, recipe) or ""
+            found = changed[recipe] = changed_lines(_recipe_text(base, recipe), after)
+        return found
+
+    collector = _Collector(head)
+    for group in diff.changes:
+        if not group.blocking or group.block_reason is None:
+            continue
+        collector.add(
+            introduced_entries(head, diff, [group]),
+            _group_line_for(group, changed_in(group.recipe)),
+            category=group.block_reason,
+            keep=_group_keep(group),
+        )
+    items = [_item(head, r) for r in collector.results.values()]
+    items += [
+        _claim_item(head, c, collector.locator(c.recipe), changed_in(c.recipe)) for c in diff.claims
+    ]
+    return _document(head, _rules([CLAIM_RULE]), items)
+
+
+def write_pr(head: AuditReport, base: AuditReport | None, diff: DiffReport, out: TextIO) -> None:
+    json.dump(build_pr(head, base, diff), out, indent=2, ensure_ascii=False)
+    out.write("\n")
 
 
 def write(report: AuditReport, out: TextIO) -> None:

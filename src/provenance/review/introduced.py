@@ -11,11 +11,12 @@ has no InferenceX evidence for on any hardware the recipe was audited on.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
 from provenance.audit.verdicts import AuditReport, SelectionSet, VerdictEntry
 from provenance.model.combination import Selection
-from provenance.review.diff import DiffReport, has_in_scope_evidence
+from provenance.review.diff import ChangeGroup, DiffReport, has_in_scope_evidence
 
 #: the change kinds whose head combinations a PR introduces (``removed`` has none)
 INTRODUCED_KINDS = frozenset({"new", "verdict-changed", "flags-changed"})
@@ -40,10 +41,10 @@ class _Wanted:
     """The introduced combinations, by deployment shape: whole selection sets of the diff
     (matched as they are, the usual case) and their selections (for partial overlaps)."""
 
-    def __init__(self, diff: DiffReport) -> None:
+    def __init__(self, groups: Iterable[ChangeGroup]) -> None:
         self.sets: dict[_Shape, list[SelectionSet]] = {}
         self._selections: dict[_Shape, set[Selection]] = {}
-        for group in diff.changes:
+        for group in groups:
             if group.kind not in INTRODUCED_KINDS:
                 continue
             for selection_set in group.selections:
@@ -67,9 +68,12 @@ class _Wanted:
         return [SelectionSet.of(s) for s in kept]
 
 
-def introduced_entries(head: AuditReport, diff: DiffReport) -> tuple[VerdictEntry, ...]:
-    """The head's verdict entries cut down to the combinations the PR adds or changes."""
-    wanted = _Wanted(diff)
+def introduced_entries(
+    head: AuditReport, diff: DiffReport, groups: Iterable[ChangeGroup] | None = None
+) -> tuple[VerdictEntry, ...]:
+    """The head's verdict entries cut down to the combinations the PR adds or changes (or,
+    given ``groups``, to the head combinations of those change groups)."""
+    wanted = _Wanted(diff.changes if groups is None else groups)
     out: list[VerdictEntry] = []
     for entry in head.verdicts:
         sets = [part for s in entry.selections for part in wanted.cut(entry.recipe, s)]
