@@ -243,3 +243,16 @@ def test_audit_all_lifts_the_cuts() -> None:
     assert "not shown (all of them: provenance audit --all" in cut.output
     assert "not shown" not in full.output
     assert len(full.output) > len(cut.output)
+
+
+def test_the_nearest_difference_is_capped_and_all_lifts_the_cap() -> None:
+    many = {f"flag{i}": "1" for i in range(10)}
+    near = (_near(NEAR, "fp4-b200", only_recipe=many),)
+    report = make([_guide("fp4", "b200", "single_node_tp", UNEVIDENCED, near)])
+    [row] = sections(report).actionable
+    label = row.top_nearest()
+    assert label is not None
+    assert label[0].endswith("+flag5=1; … 4 more (all of them: provenance explain)")
+    [row] = sections(report, show_all=True).actionable
+    label = row.top_nearest()
+    assert label is not None and label[0].endswith("+flag9=1")

@@ -7,7 +7,7 @@ from typing import TextIO
 
 from provenance.audit.explain import Explanation
 from provenance.escaping import terminal
-from provenance.report.grouping import reason_label
+from provenance.report.grouping import diff_text, reason_label
 
 #: Most candidate evidence points listed in full.
 MAX_CANDIDATES = 25
@@ -59,10 +59,7 @@ def write(explanation: Explanation, out: TextIO) -> None:
         )
         add(f"         record {terminal(candidate.record)}")
         for diff in candidate.roles:
-            parts = [f"+{k}={v}" for k, v in diff.only_recipe.items()]
-            parts += [f"-{k}={v}" for k, v in diff.only_evidence.items()]
-            parts += [f"{k}: recipe {a}, evidence {b}" for k, (a, b) in diff.changed.items()]
-            text = "; ".join(parts) if parts else "same major flags"
+            text = diff_text(diff.only_recipe, diff.only_evidence, diff.changed)
             add(f"         {terminal(diff.role)}: {terminal(text)}")
             if not diff.shape_matches:
                 add(

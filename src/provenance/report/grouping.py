@@ -96,8 +96,11 @@ class GroupRow:
         return min(self.nearest.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def group_rows(report: AuditReport, *, with_sources: bool = True) -> list[GroupRow]:
-    """One row per (recipe, variant, hardware, strategy), in first-seen order."""
+def group_rows(
+    report: AuditReport, *, with_sources: bool = True, most: int | None = None
+) -> list[GroupRow]:
+    """One row per (recipe, variant, hardware, strategy), in first-seen order; ``most``
+    caps the flag differences named per role of the nearest evidence."""
     rows: dict[tuple[str, str, str, str], GroupRow] = {}
     for entry in report.verdicts:
         labels = [reason_label(r, with_sources=with_sources) for r in entry.reasons]
@@ -126,7 +129,7 @@ def group_rows(report: AuditReport, *, with_sources: bool = True) -> list[GroupR
                 if reason.code == _UNREACHABLE and reason.detail:
                     row.unreachable_why[reason.detail] += count
             if entry.nearest:
-                row.nearest[nearest_label(entry.nearest)] += count
+                row.nearest[nearest_label(entry.nearest, most)] += count
                 row.nearest_records.update(n.record for n in entry.nearest)
                 distance = sum(n.distance for n in entry.nearest)
                 if row.distance is None or distance < row.distance:
@@ -138,20 +141,32 @@ def group_rows(report: AuditReport, *, with_sources: bool = True) -> list[GroupR
 _UNREACHABLE = "unreachable"
 
 
+#: Most flag differences a summary names per role (``provenance explain`` has them all).
+MAX_DIFF = 6
+
+
 def diff_text(
     only_recipe: Mapping[str, str],
     only_evidence: Mapping[str, str],
     changed: Mapping[str, tuple[str, str]],
+    *,
+    most: int | None = None,
 ) -> str:
     """A flag difference, recipe against evidence: ``+k=v`` recipe only, ``-k=v`` evidence
-    only, ``k: recipe a, evidence b`` differing values."""
+    only, ``k: recipe a, evidence b`` differing values; with ``most``, the first ``most``
+    and how many more (``provenance explain`` lists them all)."""
     parts = [f"+{k}={v}" for k, v in only_recipe.items()]
     parts += [f"-{k}={v}" for k, v in only_evidence.items()]
     parts += [f"{k}: recipe {a}, evidence {b}" for k, (a, b) in changed.items()]
-    return "; ".join(parts) if parts else "same major flags"
+    if not parts:
+        return "same major flags"
+    if most is not None and len(parts) > most:
+        left = len(parts) - most
+        parts = [*parts[:most], f"… {left} more (all of them: provenance explain)"]
+    return "; ".join(parts)
 
 
-def nearest_label(nearest: tuple[NearestEvidence, ...]) -> str:
+def nearest_label(nearest: tuple[NearestEvidence, ...], most: int | None = None) -> str:
     """``fp4-b200-vllm [owner/repo#1]: serve +k=v; -k=v`` for a cell's nearest evidence."""
     first = nearest[0]
     prs = ", ".join(first.prs[:MAX_SOURCES])
@@ -160,7 +175,7 @@ def nearest_label(nearest: tuple[NearestEvidence, ...]) -> str:
         f"{first.config_key} [{prs}{f', +{more}' if more > 0 else ''}]" if prs else first.config_key
     )
     roles = "; ".join(
-        f"{n.role or 'serve'} {diff_text(n.only_recipe, n.only_evidence, n.changed)}"
+        f"{n.role or 'serve'} {diff_text(n.only_recipe, n.only_evidence, n.changed, most=most)}"
         for n in nearest
     )
     return f"{head}: {roles}"
@@ -212,14 +227,15 @@ def _unreachable_why(row: GroupRow, not_expressible: Mapping[str, str]) -> str |
     return None
 
 
-def sections(report: AuditReport, *, with_sources: bool = True) -> Sections:
-    """The rows of :func:`group_rows`, sorted into the summary-first sections."""
+def sections(report: AuditReport, *, show_all: bool = False) -> Sections:
+    """The rows of :func:`group_rows`, sorted into the summary-first sections (without
+    ``show_all``, the nearest evidence names at most :data:`MAX_DIFF` differences a role)."""
     not_expressible = _not_expressible(report)
     backed: list[GroupRow] = []
     actionable: list[GroupRow] = []
     unreachable: list[tuple[GroupRow, str]] = []
     idle: dict[tuple[str, str, str], list[GroupRow]] = {}
-    for row in group_rows(report, with_sources=with_sources):
+    for row in group_rows(report, most=None if show_all else MAX_DIFF):
         if row.recommended:
             backed.append(row)
         if not row.guide_only:

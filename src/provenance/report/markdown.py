@@ -108,7 +108,7 @@ def write(
     if summary.by_reason:
         lines += ["", "| reason | combinations |", "|---|---:|"]
         lines += [f"| {code_cell(code)} | {count} |" for code, count in summary.by_reason.items()]
-    parts = sections(report)
+    parts = sections(report, show_all=show_all)
     multi = len(report.recipes) > 1
 
     def where(row: GroupRow) -> list[str]:

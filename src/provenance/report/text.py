@@ -27,7 +27,7 @@ from provenance.report.grouping import UNCLASSIFIED_HEAD, GroupRow, distinct_rev
 MAX_GROUPS = 30
 MAX_UNBENCHMARKED = 40
 MAX_CLAIMS = 40
-MAX_REVERSE_ROWS = 60
+MAX_REVERSE_ROWS = 30
 #: Reasons named per actionable group without ``--all``.
 TEXT_REASONS = 3
 #: How to see what a cut left out.
@@ -111,7 +111,7 @@ def write(
                 + ", ".join(f"{code} {count}" for code, count in summary.by_reason.items())
             )
         )
-    parts = sections(report)
+    parts = sections(report, show_all=show_all)
     multi = len(report.recipes) > 1
 
     console.print()
