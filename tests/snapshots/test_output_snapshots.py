@@ -25,6 +25,7 @@ from recipes_support import full_checkout
 from syrupy.assertion import SnapshotAssertion
 
 from provenance.cli.main import cli
+from provenance.report.markdown import COMMENT_LIMIT
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,8 @@ def test_output(
             pytest.skip("no vllm-project/recipes checkout (set PROVENANCE_RECIPES_ROOT)")
         values = {"checkout": str(checkout)}
     code, out = _run(case.args, values)
+    if "markdown" in case.args:  # a PR comment or job summary: within GitHub's limit
+        assert len(out.decode("utf-8")) <= COMMENT_LIMIT
     shown: Callable[[bytes], object] = _digest if case.digest else _text
     assert {"exit": code, "output": shown(out)} == snapshot
 
