@@ -8,10 +8,13 @@ from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner
 from recipes_history import HISTORY, replay_pr682
 from recipes_repo import EMBEDDED, REPO_ROOT, keep, pr_repo
 
 from provenance.audit.pipeline import AuditFilters
+from provenance.cli.main import cli
+from provenance.escaping import markdown_inline
 from provenance.model.combination import Selection
 from provenance.review.cite import CiteRequest, cite
 from provenance.review.introduced import introduced_entries, recipes_without_evidence
@@ -109,6 +112,25 @@ def test_a_model_the_ledger_has_no_evidence_for_is_told_so(tmp_path: Path) -> No
         "on any hardware audited"
     ) in text
     assert "账本中没有以下配方所用模型的 InferenceX 基准证据 `MiniMaxAI/MiniMax-M3`" in text
+    # the PR audit's outputs say it too, and the gate does not block the unbenchmarked
+    plain = (
+        "The ledger has no InferenceX evidence for the model of MiniMaxAI/MiniMax-M3 on any "
+        "hardware audited"
+    )
+    args = [
+        "audit", "--repo", str(work), "--base", base, "--head", head, "--ledger", str(ledger),
+        "--evidence", str(evidence), "--variant", "mxfp8", "--hardware", "mi355x",
+        "--features", "none",
+    ]  # fmt: skip
+    for fmt, shown in (
+        ("text", plain),
+        ("markdown", markdown_inline(plain)),
+        ("html", plain),
+        ("json", '"no_evidence":["MiniMaxAI/MiniMax-M3"]'),
+    ):
+        run = CliRunner().invoke(cli, [*args, "--format", fmt])
+        assert run.exit_code == 0, (fmt, run.output)
+        assert shown in run.stdout, fmt
     # the embedded ledger has evidence for it: nothing said
     result = run_pr_audit(
         PrAuditRequest(

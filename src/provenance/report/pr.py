@@ -14,6 +14,7 @@ from typing import TextIO
 from provenance.errors import EXIT_GATE, EXIT_OK
 from provenance.escaping import markdown_inline, terminal
 from provenance.report.diff import write_json, write_markdown, write_text
+from provenance.report.pr_html import no_evidence_line
 from provenance.review.pr_audit import PrAuditResult
 
 
@@ -26,10 +27,14 @@ def write_pr_audit(result: PrAuditResult, fmt: str, out: TextIO) -> None:
         write_markdown(diff, out)
         if ledger:
             out.write(f"\nEvidence: {markdown_inline(ledger)}.\n")
+        if diff.no_evidence:
+            out.write(f"\n**{markdown_inline(no_evidence_line(diff))}**\n")
     elif fmt == "text":
         write_text(diff, out)
         if ledger:
             out.write(f"{terminal(ledger)}\n")
+        if diff.no_evidence:
+            out.write(f"{terminal(no_evidence_line(diff))}\n")
     elif fmt == "sarif":
         from provenance.report.sarif import write_pr as write_sarif
 

@@ -62,6 +62,8 @@ class HtmlGate(BaseModel):
     passed: bool
     verdict: str
     groups: tuple[GateGroup, ...] = ()
+    #: :func:`no_evidence_line`, when the ledger has no evidence for a recipe's model
+    no_evidence: str = ""
 
     @classmethod
     def from_review(cls, diff: DiffReport) -> HtmlGate:
@@ -85,7 +87,19 @@ class HtmlGate(BaseModel):
             passed=diff.gate.passed,
             verdict=verdict_line(diff, blocking),
             groups=tuple(g for c in SECTION_ORDER for g in by_category[c]),
+            no_evidence=no_evidence_line(diff) if diff.no_evidence else "",
         )
+
+
+def no_evidence_line(diff: DiffReport) -> str:
+    """What a PR audit says when the ledger holds no InferenceX evidence for the model of
+    a recipe it audited (plain text: escape it to render)."""
+    names = ", ".join(diff.no_evidence)
+    return (
+        f"The ledger has no InferenceX evidence for the model of {names} on any hardware "
+        "audited: every combination of it is guide-only (no-evidence), and changes to "
+        "cells nobody benchmarked do not block."
+    )
 
 
 def _gate_group(group: BlockGroup) -> GateGroup:
@@ -121,6 +135,8 @@ def gate_section(gate: HtmlGate) -> str:
         f'<section id="gate" class="gate gate-{state}" aria-labelledby="gate-verdict">',
         f'<p id="gate-verdict" class="gate-verdict"><strong>{_e(gate.verdict)}</strong></p>',
     ]
+    if gate.no_evidence:
+        out.append(f'<p class="gate-note"><strong>{_e(gate.no_evidence)}</strong></p>')
     for category in SECTION_ORDER:
         groups = [g for g in gate.groups if g.category == category]
         if not groups:

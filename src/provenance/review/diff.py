@@ -230,6 +230,9 @@ class DiffReport(BaseModel):
     gate: GateResult
     #: the ledger both sides were audited against (set by the PR audit)
     ledger_source: LedgerIdentity | None = None
+    #: recipes of the head whose model the ledger holds no InferenceX evidence for on
+    #: any audited hardware (set by the PR audit): every combination is ``no-evidence``
+    no_evidence: tuple[str, ...] = ()
     #: tuning, harness and functional flags the PR changes, by flag (set by the PR audit:
     #: the verdict entries carry major flags only, see ``review/tuning.py``)
     tuning: tuple[TuningChange, ...] = ()

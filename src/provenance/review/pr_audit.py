@@ -29,6 +29,7 @@ from provenance.audit.verdicts import AuditReport
 from provenance.errors import InputError
 from provenance.model.ledger import LedgerIdentity
 from provenance.review.diff import DiffReport, diff_reports
+from provenance.review.introduced import recipes_without_evidence
 from provenance.review.revisions import ChangedRecipes, changed_recipes, materialise, model_paths
 from provenance.review.tuning import TuningChange, recipe_pairs, tuning_changes
 from provenance.sources.git import Commit, open_repo, resolve_commit
@@ -286,7 +287,11 @@ def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
         base_as_head={narrowed.recipe: narrowed.unchanged} if narrowed is not None else None,
     )
     diff = diff.model_copy(
-        update={"ledger_source": _ledger_source(request, head_report), "tuning": tuning}
+        update={
+            "ledger_source": _ledger_source(request, head_report),
+            "tuning": tuning,
+            "no_evidence": recipes_without_evidence(head_report) if head_report else (),
+        }
     )
     return PrAuditResult(
         changed=changed,
