@@ -17,7 +17,11 @@ from provenance.cli.main import cli
 from provenance.escaping import markdown_inline
 from provenance.model.combination import Selection
 from provenance.review.cite import CiteRequest, cite
-from provenance.review.introduced import introduced_entries, recipes_without_evidence
+from provenance.review.introduced import (
+    entries_by_group,
+    introduced_entries,
+    recipes_without_evidence,
+)
 from provenance.review.pr_audit import PrAuditRequest, run_pr_audit
 
 LEDGER, EVIDENCE = REPO_ROOT / "ledger", REPO_ROOT / "evidence"
@@ -55,6 +59,11 @@ def _changed_selections(request: PrAuditRequest) -> tuple[set[Selection], int, o
     entries = introduced_entries(result.head_report, result.diff)
     cited = {s for e in entries for s in e.iter_selections()}
     assert sum(e.combinations for e in entries) == len(cited)
+    # cut group by group in one pass: each group's own combinations, exactly
+    groups = [g for g in result.diff.changes if g.kind != "removed"]
+    for group, cut in zip(groups, entries_by_group(result.head_report, groups), strict=True):
+        assert {s for e in cut for s in e.iter_selections()} == set(group.iter_selections())
+        assert sum(e.combinations for e in cut) == group.combinations
     return changed, len(cited), cited
 
 

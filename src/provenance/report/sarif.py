@@ -31,6 +31,7 @@ from provenance.model.combination import Selection
 from provenance.model.reasons import ReasonCode
 from provenance.recipes.locate import flag_places
 from provenance.review.diff import ChangeGroup, DiffReport
+from provenance.review.introduced import entries_by_group
 from provenance.safe_yaml import KeyPath, LoadedYaml, load_yaml, load_yaml_text
 
 _REASON = TypeAdapter(Reason)
@@ -532,8 +533,6 @@ def build_pr(head: AuditReport, base: AuditReport | None, diff: DiffReport) -> d
     change group's reasons (for a new unevidenced flag, those about the flags it newly
     sets) and each new unbacked claim — placed on the lines the PR changed in the head
     recipe (:func:`changed_lines`)."""
-    from provenance.review.introduced import introduced_entries
-
     changed: dict[str, frozenset[int]] = {}
 
     def changed_in(recipe: str) -> frozenset[int]:
@@ -544,11 +543,10 @@ def build_pr(head: AuditReport, base: AuditReport | None, diff: DiffReport) -> d
         return found
 
     collector = _Collector(head)
-    for group in diff.changes:
-        if not group.blocking or group.block_reason is None:
-            continue
+    blocking = [g for g in diff.changes if g.blocking and g.block_reason is not None]
+    for group, entries in zip(blocking, entries_by_group(head, blocking), strict=True):
         collector.add(
-            introduced_entries(head, diff, [group]),
+            entries,
             _group_line_for(group, changed_in(group.recipe)),
             category=group.block_reason,
             keep=_group_keep(group),

@@ -11,7 +11,7 @@ has no InferenceX evidence for on any hardware the recipe was audited on.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from provenance.audit.verdicts import AuditReport, SelectionSet, VerdictEntry
@@ -68,23 +68,45 @@ class _Wanted:
         return [SelectionSet.of(s) for s in kept]
 
 
-def introduced_entries(
-    head: AuditReport, diff: DiffReport, groups: Iterable[ChangeGroup] | None = None
-) -> tuple[VerdictEntry, ...]:
-    """The head's verdict entries cut down to the combinations the PR adds or changes (or,
-    given ``groups``, to the head combinations of those change groups)."""
-    wanted = _Wanted(diff.changes if groups is None else groups)
+def _narrowed(entry: VerdictEntry, sets: list[SelectionSet]) -> VerdictEntry:
+    count = sum(s.count for s in sets)
+    if count == entry.combinations:
+        return entry
+    return replace(entry, selections=tuple(sets), combinations=count)
+
+
+def introduced_entries(head: AuditReport, diff: DiffReport) -> tuple[VerdictEntry, ...]:
+    """The head's verdict entries cut down to the combinations the PR adds or changes."""
+    wanted = _Wanted(diff.changes)
     out: list[VerdictEntry] = []
     for entry in head.verdicts:
         sets = [part for s in entry.selections for part in wanted.cut(entry.recipe, s)]
-        if not sets:
-            continue
-        count = sum(s.count for s in sets)
-        if count == entry.combinations:
-            out.append(entry)
-        else:
-            out.append(replace(entry, selections=tuple(sets), combinations=count))
+        if sets:
+            out.append(_narrowed(entry, sets))
     return tuple(out)
+
+
+def entries_by_group(
+    head: AuditReport, groups: Sequence[ChangeGroup]
+) -> list[tuple[VerdictEntry, ...]]:
+    """For each of ``groups``, the head's verdict entries cut down to its combinations
+    (one pass over the head: a group is looked at only for the shapes it has)."""
+    wanted = [_Wanted([group]) for group in groups]
+    by_shape: dict[_Shape, list[int]] = {}
+    for index, one in enumerate(wanted):
+        for shape in one.sets:
+            by_shape.setdefault(shape, []).append(index)
+    out: list[list[VerdictEntry]] = [[] for _ in groups]
+    for entry in head.verdicts:
+        parts: dict[int, list[SelectionSet]] = {}
+        for selection_set in entry.selections:
+            for index in by_shape.get(_shape(entry.recipe, selection_set), ()):
+                cut = wanted[index].cut(entry.recipe, selection_set)
+                if cut:
+                    parts.setdefault(index, []).extend(cut)
+        for index, sets in parts.items():
+            out[index].append(_narrowed(entry, sets))
+    return [tuple(entries) for entries in out]
 
 
 def introduced_report(head: AuditReport, diff: DiffReport) -> AuditReport:
