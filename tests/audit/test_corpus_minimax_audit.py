@@ -82,7 +82,7 @@ def _mirror_report(tmp_path_factory: pytest.TempPathFactory) -> AuditReport:
         for e in result.entries
     ]
     normaliser = PolicyNormaliser()
-    graph = EvidenceIndex.build(result.records, entries, normaliser.major)
+    graph = EvidenceIndex.build(result.records, entries, normaliser.role_major)
     empty = tmp_path_factory.mktemp("ledger")
     resolved = ResolvedInputs(
         recipes=("MiniMaxAI/MiniMax-M3",),

@@ -196,7 +196,7 @@ def edge_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_toy_roots_every_branch(edge_root: Path, model: str) -> None:
     root = load_recipes_root(edge_root)
     recipe = load_recipe(root, model)
-    graph = EvidenceIndex.build([], [], PolicyNormaliser().major)
+    graph = EvidenceIndex.build([], [], PolicyNormaliser().role_major)
     options = EnumerationOptions(kv="all", pd_nodes="1,2,3,default")
     slow, fast = _both([recipe], root, options, graph)
     assert fast.summary.combinations > 100
@@ -267,7 +267,7 @@ def test_reduction_keeps_feature_args_whose_boundaries_could_move(edge_root: Pat
 
     root = load_recipes_root(edge_root)
     normaliser = PolicyNormaliser()
-    graph = EvidenceIndex.build([], [], normaliser.major)
+    graph = EvidenceIndex.build([], [], normaliser.role_major)
     tally = Tally("Toy/Edge", Judge(graph, normaliser.classify), DeclarationMatcher([]))
     cells = CellWalk(tally, normaliser, load_recipe(root, "Toy/Edge"), root)
 

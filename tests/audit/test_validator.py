@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from provenance.audit.keys import evidence_roles, joined_roles
+from provenance.audit.normaliser import PolicyNormaliser
 from provenance.audit.pipeline import RecipeInput, audit
 from provenance.audit.verdicts import AuditReport, VerdictEntry
 from provenance.model.combination import RenderResult, Selection
@@ -425,8 +426,9 @@ def test_joined_roles_is_the_roles_of_the_joined_processes(
     flagsets = [FlagSet({"tensor_parallel_size": str(n)}) for n in range(4)]
     a = tuple((role, flagsets[n]) for role, n in first)
     b = tuple((role, flagsets[n]) for role, n in second)
-    joined = joined_roles(evidence_roles(a), evidence_roles(b))
+    context = PolicyNormaliser().in_context
+    joined = joined_roles(evidence_roles(a, context), evidence_roles(b, context))
     if joined is not None:
-        assert joined == evidence_roles(a + b)
+        assert joined == evidence_roles(a + b, context)
     if a and b and {r for r, _ in first} == {"prefill"} and {r for r, _ in second} == {"decode"}:
         assert joined is not None  # the PD case always joins

@@ -18,6 +18,7 @@ from audit_builders import (
 )
 
 from provenance.audit.index import EvidenceIndex
+from provenance.model.flags import FlagSet
 from provenance.model.record import EvidenceRecord
 from provenance.model.scope import Scope
 from provenance.report.graph_export import (
@@ -113,16 +114,19 @@ def test_build_reduces_each_distinct_flagset_once_with_the_same_result() -> None
     normaliser = PolicyNormaliser()
     calls: list[object] = []
 
-    def counted(flag_set: object) -> object:
-        calls.append(flag_set)
-        return normaliser.major(flag_set)  # type: ignore[arg-type]
+    def counted(flag_set: FlagSet, role: str) -> FlagSet:
+        calls.append((flag_set, role))
+        return normaliser.role_major(flag_set, role)
 
-    graph = EvidenceIndex.build(records.values(), [], counted)  # type: ignore[arg-type]
-    distinct = {flag_set for record in records.values() for flag_set in record.roles.values()}
+    graph = EvidenceIndex.build(records.values(), [], counted)
+    distinct = {item for record in records.values() for item in record.roles.items()}
+    distinct = {(flag_set, role) for role, flag_set in distinct}
     assert len(calls) == len(distinct) < sum(len(r.roles) for r in records.values())
     for record_id, record in records.items():
         indexed = graph.records[record_id]
-        expected = {role: normaliser.major(f) for role, f in sorted(record.roles.items())}
+        expected = {
+            role: normaliser.role_major(f, role) for role, f in sorted(record.roles.items())
+        }
         assert indexed.major == expected
         for role, major in expected.items():
             assert indexed in graph.exact(indexed.scope, role, major)

@@ -106,6 +106,13 @@ class StandInNormaliser:
     def major(self, flags: FlagSet) -> FlagSet:
         return FlagSet({k: v for k, v in flags.items() if self.classify(k) == "major"})
 
+    def in_context(self, major: FlagSet, role: str) -> FlagSet:
+        """No context rules: the stand-in compares every major flag in every role."""
+        return major
+
+    def role_major(self, flags: FlagSet, role: str) -> FlagSet:
+        return self.major(flags)
+
     def command_major(self, argv: Sequence[str], env: Mapping[str, object]) -> FlagSet:
         self.calls += 1
         return self.major(parse_flags(argv, env))
@@ -223,7 +230,7 @@ def entry(number: int, *records: EvidenceRecord, green: bool = True) -> LedgerEn
 def graph_of(
     records: Sequence[EvidenceRecord], entries: Sequence[LedgerEntry], normaliser: StandInNormaliser
 ) -> EvidenceIndex:
-    return EvidenceIndex.build(records, entries, normaliser.major)
+    return EvidenceIndex.build(records, entries, normaliser.role_major)
 
 
 # Recipe side ------------------------------------------------------------------

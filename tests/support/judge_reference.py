@@ -38,6 +38,7 @@ from provenance.model.scope import (
     record_role_shape,
     shape_matches,
 )
+from provenance.normalise.policy import COMPARED_DEFAULTS
 
 if TYPE_CHECKING:
     from provenance.audit.tally import KeyTally
@@ -260,6 +261,24 @@ def _flag_reasons(
     reasons: list[Reason] = []
     for key, value in flags.items():
         setters = [r for r in candidates if key in r.major[role]]
+        default = COMPARED_DEFAULTS.get(key)
+        if default is not None and len(setters) < len(candidates):
+            # the records that leave it unset run vLLM's default
+            values = {r.major[role].get(key, default) for r in candidates}
+            if value not in values:
+                reasons.append(
+                    Reason(
+                        code=ReasonCode.VALUE_MISMATCH,
+                        role=role,
+                        flag=key,
+                        recipe_value=value,
+                        evidence_value=", ".join(sorted(values)),
+                        sources=_prs(candidates),
+                        detail=f"in-scope evidence that leaves it unset runs vLLM's default "
+                        f"{default}",
+                    )
+                )
+            continue
         if not setters:
             reasons.append(
                 Reason(
@@ -303,6 +322,21 @@ def _flag_reasons(
         )
     basis = _nearest(supersets or candidates, diffs)
     for key, evidence_value in diffs[basis.id].only_right.items():
+        default = COMPARED_DEFAULTS.get(key)
+        if default is not None:
+            reasons.append(
+                Reason(
+                    code=ReasonCode.VALUE_MISMATCH,
+                    role=role,
+                    flag=key,
+                    recipe_value=default,
+                    evidence_value=evidence_value,
+                    sources=basis.prs,
+                    detail=f"the recipe runs vLLM's default {default} (explicit or unset); the "
+                    f"nearest evidence point ({basis.config_key}) sets {evidence_value}",
+                )
+            )
+            continue
         reasons.append(
             Reason(
                 code=ReasonCode.MISSING_FLAG,
@@ -333,18 +367,25 @@ def _nearest_evidence(judgements: Sequence[ReferenceRole]) -> tuple[NearestEvide
             key=lambda i: (sum(j.diffs[i].size for j in judgements), not by_id[i].validated, i),
         )
     ]
-    return tuple(
-        NearestEvidence(
-            record=best.id,
-            config_key=best.config_key,
-            prs=best.prs,
-            role=j.role,
-            distance=j.diffs[best.id].size,
-            only_recipe=dict(j.diffs[best.id].only_left),
-            only_evidence=dict(j.diffs[best.id].only_right),
-            changed=dict(j.diffs[best.id].changed),
-        )
-        for j in judgements
+    return tuple(_nearest_of(best, j) for j in judgements)
+
+
+def _nearest_of(best: IndexedRecord, judgement: ReferenceRole) -> NearestEvidence:
+    """``judgement``'s diff from ``best``, a key left at its compared default as changed."""
+    diff = judgement.diffs[best.id]
+    defaults = COMPARED_DEFAULTS
+    changed = dict(diff.changed)
+    changed.update({k: (v, defaults[k]) for k, v in diff.only_left.items() if k in defaults})
+    changed.update({k: (defaults[k], v) for k, v in diff.only_right.items() if k in defaults})
+    return NearestEvidence(
+        record=best.id,
+        config_key=best.config_key,
+        prs=best.prs,
+        role=judgement.role,
+        distance=diff.size,
+        only_recipe={k: v for k, v in diff.only_left.items() if k not in defaults},
+        only_evidence={k: v for k, v in diff.only_right.items() if k not in defaults},
+        changed=dict(sorted(changed.items())),
     )
 
 

@@ -18,8 +18,9 @@ from provenance.model.ledger import LedgerEntry
 from provenance.model.record import EvidenceRecord
 from provenance.model.scope import Scope, record_scope, same_checkpoint
 
-#: Reduces a full FlagSet to its major flags (``Policy.major``).
-MajorFn = Callable[[FlagSet], FlagSet]
+#: Reduces a role's full FlagSet to its major flags in the role's context
+#: (``Policy.effective``: aliases applied, inert-in-context flags dropped).
+MajorFn = Callable[[FlagSet, str], FlagSet]
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,7 +72,7 @@ class EvidenceIndex:
         # Records share scopes and role FlagSets (1,487 MiniMax-M3 records: 1,711 roles,
         # 719 distinct): reduce each distinct FlagSet once (``major`` is a pure function)
         # and use one Scope object per scope, so index lookups hit by identity.
-        majors: dict[FlagSet, FlagSet] = {}
+        majors: dict[tuple[FlagSet, str], FlagSet] = {}
         scopes: dict[Scope, Scope] = {}
         for record in sorted(records, key=lambda r: r.id):
             if not record.id:
@@ -82,9 +83,9 @@ class EvidenceIndex:
             prs = tuple(str(e.pr) for e in linked)
             reduced: dict[str, FlagSet] = {}
             for role, flags in sorted(record.roles.items()):
-                known = majors.get(flags)
+                known = majors.get((flags, role))
                 if known is None:
-                    known = majors[flags] = major(flags)
+                    known = majors[(flags, role)] = major(flags, role)
                 reduced[role] = known
             indexed = IndexedRecord(
                 record=record,

@@ -4,12 +4,15 @@ The first step of the audit's flow (keys → judge → tally → walks → pipel
 combination's verdict depends only on its scope (checkpoint, hardware, deployment
 kind), its node count (aggregated multi-node only) and the distinct major FlagSets
 of each *evidence* role (recipe roles ``head``/``worker``/``instance`` compare as
-``serve``). :class:`CombinationKey` holds exactly that, so every combination with
-the same key shares one judgement.
+``serve``), *in context*: aliased spellings under their canonical key and the flags
+a context rule makes inert for the role dropped (``Policy.in_context``), exactly as
+the evidence index reduces each record's roles. :class:`CombinationKey` holds
+exactly that, so every combination with the same key shares one judgement.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from provenance.model.flags import FlagSet
@@ -20,6 +23,9 @@ EvidenceRoleFlags = tuple[str, tuple[FlagSet, ...]]
 
 #: Raw role list of a deployment: (recipe role, major FlagSet) per process, in role order.
 RawRoles = tuple[tuple[str, FlagSet], ...]
+
+#: A command's major flags in the context of its evidence role (``Policy.in_context``).
+ContextFn = Callable[[FlagSet, str], FlagSet]
 
 
 @dataclass(frozen=True)
@@ -51,13 +57,15 @@ def combination_key(
     node_count: int | None,
     raw: RawRoles,
     roles: tuple[EvidenceRoleFlags, ...] | None = None,
+    *,
+    context: ContextFn,
 ) -> CombinationKey:
     """The combination key of a deployment from its processes' major flags (no memo: the
     walks memoise it where keys repeat).
 
-    ``roles``, when given, is ``evidence_roles(raw)`` computed by the caller."""
+    ``roles``, when given, is ``evidence_roles(raw, context)`` computed by the caller."""
     if roles is None:
-        roles = evidence_roles(raw)
+        roles = evidence_roles(raw, context)
     kind = _KINDS.get(deploy_type) or deployment_kind(
         deploy_type, [r for r, _ in raw] or [name for name, _ in roles]
     )
@@ -66,13 +74,14 @@ def combination_key(
     )
 
 
-def evidence_roles(raw: RawRoles) -> tuple[EvidenceRoleFlags, ...]:
-    """Each evidence role of ``raw`` with its distinct major FlagSets (in process order),
-    roles in :data:`ROLE_ORDER`."""
+def evidence_roles(raw: RawRoles, context: ContextFn) -> tuple[EvidenceRoleFlags, ...]:
+    """Each evidence role of ``raw`` with its distinct major FlagSets in ``context`` (in
+    process order), roles in :data:`ROLE_ORDER`."""
     per_role: dict[str, list[FlagSet]] = {}
     names: list[str] = []
-    for recipe_role, major in raw:
+    for recipe_role, process_major in raw:
         role = EVIDENCE_ROLE.get(recipe_role, recipe_role)
+        major = context(process_major, role)
         flagsets = per_role.get(role)
         if flagsets is None:
             per_role[role] = [major]
@@ -87,9 +96,9 @@ def evidence_roles(raw: RawRoles) -> tuple[EvidenceRoleFlags, ...]:
 def joined_roles(
     first: tuple[EvidenceRoleFlags, ...], second: tuple[EvidenceRoleFlags, ...]
 ) -> tuple[EvidenceRoleFlags, ...] | None:
-    """``evidence_roles(a + b)`` from ``evidence_roles(a)`` and ``evidence_roles(b)``, when
-    every role of ``a`` comes before every role of ``b`` (a PD pool pair: prefill, then
-    decode); None otherwise."""
+    """``evidence_roles(a + b, c)`` from ``evidence_roles(a, c)`` and
+    ``evidence_roles(b, c)``, when every role of ``a`` comes before every role of ``b``
+    (a PD pool pair: prefill, then decode); None otherwise."""
     if not first or not second:
         return None
     if ROLE_ORDER.get(first[-1][0], 9) < ROLE_ORDER.get(second[0][0], 9):

@@ -2,7 +2,8 @@
 
 Walks turn every rendered process into its *major FlagSet* through a
 :class:`RoleNormaliser`; :class:`PolicyNormaliser` is the production one
-(``provenance.normalise.canonical`` then ``Policy.major``). It also tells the cell
+(``provenance.normalise.canonical`` then ``Policy.major``; ``Policy.in_context`` once
+the process's evidence role is known, :mod:`provenance.audit.keys`). It also tells the cell
 walk what one argv unit (``--flag [value]``) can do to a command's major flags
 (:class:`UnitFacts`), so feature arguments that cannot change them are dropped before
 rendering (:mod:`provenance.audit.walks.cells`).
@@ -27,6 +28,16 @@ class RoleNormaliser(Protocol):
 
     def major(self, flags: FlagSet) -> FlagSet:
         """Major subset of an already normalised FlagSet (evidence records)."""
+        ...
+
+    def in_context(self, major: FlagSet, role: str) -> FlagSet:
+        """``major`` compared as a command of evidence ``role``: aliased spellings under
+        their canonical key, flags a context rule makes inert dropped (recipe and
+        evidence side alike)."""
+        ...
+
+    def role_major(self, flags: FlagSet, role: str) -> FlagSet:
+        """``in_context(major(flags), role)``: an evidence record's role as compared."""
         ...
 
     def classify(self, key: str) -> str:
@@ -149,6 +160,12 @@ class PolicyNormaliser:
         return FlagSet(
             {k: v for k, v in flags.items() if self._policy.classify(k) is not FlagClass.MAJOR}
         )
+
+    def in_context(self, major: FlagSet, role: str) -> FlagSet:
+        return self._policy.in_context(major, role)
+
+    def role_major(self, flags: FlagSet, role: str) -> FlagSet:
+        return self._policy.effective(flags, role)
 
     def classify(self, key: str) -> str:
         found = self._classes.get(key)

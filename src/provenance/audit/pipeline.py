@@ -273,7 +273,7 @@ def _load_graph(
         records, present = scoped.records, scoped.present
     entries = book.entries(ParsedEntries.open())
     _refuse_dangling(book, store, entries, present)
-    graph = EvidenceIndex.build(records.values(), entries, normaliser.major)
+    graph = EvidenceIndex.build(records.values(), entries, normaliser.role_major)
     return graph, book.declarations(), len(present)
 
 

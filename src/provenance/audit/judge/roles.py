@@ -12,6 +12,13 @@ Reason rules for a role whose major flags R have no exact match in scope
 * ``missing-flag``: a major flag of the nearest point (the nearest point
   that has all recipe flags, if any) that the recipe lacks.
 
+Compared defaults (``provenance.normalise.policy.COMPARED_DEFAULTS``): a key with a
+vLLM default that one side leaves unset reads as that default. The normaliser drops
+an explicit ``--tensor-parallel-size 1``, so against evidence at 8 the recipe's
+``tensor_parallel_size`` is a ``value-mismatch`` (1 vs 8), not a ``missing-flag``;
+a recipe at 8 against evidence that leaves it unset is a ``value-mismatch`` (8 vs
+1), not ``flag-unevidenced``; the nearest point's diff shows such a key as changed.
+
 Reasons and flag provenance are built once per role index and flag
 (:class:`~provenance.audit.judge.role_index.RoleIndex` keeps them) and shared.
 """
@@ -28,6 +35,7 @@ from provenance.audit.verdicts import FlagProvenance, NearestEvidence, Reason, R
 from provenance.model.flags import FlagSet
 from provenance.model.reasons import ReasonCode
 from provenance.model.scope import DeploymentKind
+from provenance.normalise.policy import COMPARED_DEFAULTS
 
 #: The policy class of a flag key (``Policy.classify``), as text.
 ClassifyFn = Callable[[str], str]
@@ -60,7 +68,9 @@ class RoleJudgement:
         """This role's difference from ``record`` (built once per record)."""
         found = self._nearest.get(record.id)
         if found is None:
-            only_recipe, only_evidence, changed = self.flags.diff_parts(record.major[self.role])
+            only_recipe, only_evidence, changed = with_compared_defaults(
+                *self.flags.diff_parts(record.major[self.role])
+            )
             found = self._nearest[record.id] = NearestEvidence(
                 record=record.id,
                 config_key=record.config_key,
@@ -82,6 +92,25 @@ class RoleJudgement:
             distances = self.distances
             found = self._vectors[memo] = [distances[i] for i in signatures.columns[position]]
         return found
+
+
+def with_compared_defaults(
+    only_recipe: dict[str, str],
+    only_evidence: dict[str, str],
+    changed: dict[str, tuple[str, str]],
+) -> tuple[dict[str, str], dict[str, str], dict[str, tuple[str, str]]]:
+    """A diff with every key one side leaves at its compared default read as changed
+    (the unset side at vLLM's default): ``tensor_parallel_size`` 1 → 8, not only-evidence."""
+    if COMPARED_DEFAULTS.keys().isdisjoint(only_recipe) and COMPARED_DEFAULTS.keys().isdisjoint(
+        only_evidence
+    ):
+        return only_recipe, only_evidence, changed
+    moved = dict(changed)
+    for key in [k for k in only_recipe if k in COMPARED_DEFAULTS]:
+        moved[key] = (only_recipe.pop(key), COMPARED_DEFAULTS[key])
+    for key in [k for k in only_evidence if k in COMPARED_DEFAULTS]:
+        moved[key] = (COMPARED_DEFAULTS[key], only_evidence.pop(key))
+    return only_recipe, only_evidence, dict(sorted(moved.items()))
 
 
 def judge_role(
@@ -144,25 +173,36 @@ def _flag_reason(index: RoleIndex, item: tuple[str, str]) -> Reason | None:
     if item in index.flag_reasons:
         return index.flag_reasons[item]
     key, value = item
+    role = index.role
     setters = index.by_key.get(key, ())
+    default = COMPARED_DEFAULTS.get(key)
+    # records that leave a key with a compared default unset run it at that default
+    unset = [r for r in index.candidates if key not in r.major[role]] if default is not None else []
     reason: Reason | None = None
-    if not setters:
+    if not setters and not unset:
         reason = Reason(
             code=ReasonCode.FLAG_UNEVIDENCED,
-            role=index.role,
+            role=role,
             flag=key,
             recipe_value=value,
             detail="no in-scope evidence point sets this flag",
         )
-    elif item not in index.setters:
-        seen = sorted({r.major[index.role][key] for r in setters})
+    elif item not in index.setters and not (unset and value == default):
+        seen = {r.major[role][key] for r in setters}
+        if unset and default is not None:
+            seen.add(default)
         reason = Reason(
             code=ReasonCode.VALUE_MISMATCH,
-            role=index.role,
+            role=role,
             flag=key,
             recipe_value=value,
-            evidence_value=", ".join(seen),
-            sources=prs_of(setters),
+            evidence_value=", ".join(sorted(seen)),
+            sources=prs_of([*setters, *unset]),
+            detail=(
+                f"in-scope evidence that leaves it unset runs vLLM's default {default}"
+                if unset
+                else ""
+            ),
         )
     index.flag_reasons[item] = reason
     return reason
@@ -199,9 +239,22 @@ def _flag_reasons(index: RoleIndex, flags: FlagSet, distances: list[int]) -> lis
 
 
 def _missing_flag(index: RoleIndex, basis: IndexedRecord, key: str, evidence_value: str) -> Reason:
-    """``missing-flag``: ``key`` is set by the nearest evidence point, not by the recipe."""
+    """``missing-flag``: ``key`` is set by the nearest evidence point, not by the recipe
+    (``value-mismatch`` when the recipe runs the key at its compared default)."""
     memo = (basis.id, key)
     found = index.missing.get(memo)
+    default = COMPARED_DEFAULTS.get(key)
+    if found is None and default is not None:
+        found = index.missing[memo] = Reason(
+            code=ReasonCode.VALUE_MISMATCH,
+            role=index.role,
+            flag=key,
+            recipe_value=default,
+            evidence_value=evidence_value,
+            sources=basis.prs,
+            detail=f"the recipe runs vLLM's default {default} (explicit or unset); the "
+            f"nearest evidence point ({basis.config_key}) sets {evidence_value}",
+        )
     if found is None:
         found = index.missing[memo] = Reason(
             code=ReasonCode.MISSING_FLAG,

@@ -352,11 +352,14 @@ class CellWalk:
             templates = [k for keys in pool_keys.values() for pool in keys for k in pool]
         # every strategy deploys a process, every pool a node: templates[0] exists
         by_sig = self._by_signature(cell, templates)
+        context = self.normaliser.in_context
         blocks: dict[CombinationKey, list[_Block]] = {}
         for sig, group in by_sig.items():
             if layout is None:
                 raw: RawRoles = tuple((t.role, self._major(t, sig, model_id)) for t in templates)
-                key = combination_key(model_id, cell.hardware, deploy_type, cell.node_count, raw)
+                key = combination_key(
+                    model_id, cell.hardware, deploy_type, cell.node_count, raw, context=context
+                )
                 blocks.setdefault(key, []).append((group, None))
                 continue
             prefill, decode = (
@@ -381,7 +384,8 @@ class CellWalk:
         distinct ``raw``) and their number among the walk's distinct pools."""
         found = self._halves.get(raw)
         if found is None:
-            found = self._halves[raw] = _Half(raw, evidence_roles(raw), len(self._halves))
+            roles = evidence_roles(raw, self.normaliser.in_context)
+            found = self._halves[raw] = _Half(raw, roles, len(self._halves))
         return found
 
     def _pd_key(
@@ -391,7 +395,9 @@ class CellWalk:
         from each pool's evidence roles (computed once per distinct pool)."""
         raw = prefill.raw + decode.raw
         roles = joined_roles(prefill.roles, decode.roles)
-        return combination_key(model_id, hardware, deploy_type, None, raw, roles)
+        return combination_key(
+            model_id, hardware, deploy_type, None, raw, roles, context=self.normaliser.in_context
+        )
 
     def _by_signature(
         self, cell: ShapeCell, templates: list[RoleInputs]

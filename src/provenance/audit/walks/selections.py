@@ -62,7 +62,7 @@ class SelectionWalk:
         key = self._keys.get(memo_key)
         if key is None:
             key = self._keys[memo_key] = combination_key(
-                model_id, hardware, deploy_type, node_count, raw
+                model_id, hardware, deploy_type, node_count, raw, context=self.normaliser.in_context
             )
         return key
 
