@@ -21,8 +21,8 @@ from provenance.audit.keys import combination_key
 from provenance.audit.normaliser import PolicyNormaliser
 from provenance.audit.pipeline import AuditFilters, ResolvedInputs, audit, load_graph, recipe_inputs
 from provenance.audit.verdicts import AuditReport, Reason, VerdictEntry
-from provenance.model.record import EvidenceRecord
 from provenance.model.reasons import ReasonCode, VerdictKind
+from provenance.model.record import EvidenceRecord
 from provenance.normalise.aliases import DEFAULT_ALIASES
 from provenance.normalise.policy import Policy
 

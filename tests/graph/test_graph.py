@@ -119,8 +119,9 @@ def test_build_reduces_each_distinct_flagset_once_with_the_same_result() -> None
         return normaliser.role_major(flag_set, role)
 
     graph = EvidenceIndex.build(records.values(), [], counted)
-    distinct = {item for record in records.values() for item in record.roles.items()}
-    distinct = {(flag_set, role) for role, flag_set in distinct}
+    distinct = {
+        (flag_set, role) for record in records.values() for role, flag_set in record.roles.items()
+    }
     assert len(calls) == len(distinct) < sum(len(r.roles) for r in records.values())
     for record_id, record in records.items():
         indexed = graph.records[record_id]

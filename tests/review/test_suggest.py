@@ -22,7 +22,7 @@ from provenance.report.suggest import write
 from provenance.review.suggest.edits import AddFlag, Edit, RemoveFlag, SetTp, apply_edit
 from provenance.review.suggest.edits import unified_diff as make_diff
 from provenance.review.suggest.model import SuggestReport
-from provenance.review.suggest.proof import outcomes
+from provenance.review.suggest.proof import outcomes, reachable_points
 from provenance.review.suggest.run import SuggestRequest, run_suggest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -126,6 +126,72 @@ def test_diff_applies_with_git(tmp_path: Path) -> None:
     assert (root / MODEL).read_text() == apply_edit(text, EDIT)
 
 
+def test_places_are_found_under_the_key_the_audit_compares() -> None:
+    """A verdict names an aliased knob by its canonical key (``Policy.effective``); the
+    recipe's env spelling of it is found there, so suggest can drop or change it."""
+    from provenance.normalise.policy import default_policy
+    from provenance.recipes.locate import flag_places
+    from provenance.review.suggest.search import by_canonical_key
+
+    data = {
+        "variants": {
+            "nvfp4": {
+                "extra_env": {"VLLM_MINIMAX_M3_MSA_DECODE_BACKEND": "cutlass"},
+                "extra_args": ["--attention-backend", "FLASHINFER", "--block-size", "128"],
+            }
+        }
+    }
+    places = by_canonical_key(flag_places(data), default_policy().aliases.canonical)
+    decode = places["attention_config.minimax_m3_msa_decode_backend"]
+    assert [(p.container, p.is_env, p.value) for p in decode] == [
+        (("variants", "nvfp4", "extra_env"), True, "cutlass")
+    ]
+    backend = places["attention_config.backend"]
+    assert backend[0].tokens[0] == "--attention-backend" and backend[0].value == "FLASHINFER"
+    assert "env:VLLM_MINIMAX_M3_MSA_DECODE_BACKEND" not in places and "block_size" in places
+
+
+def test_distance_counts_only_towards_evidence_the_recipe_can_render() -> None:
+    """A combination whose nearest evidence point has a shape no recipe edit can render
+    (``expressibility_problems``) has no distance to grow or shrink."""
+    from provenance.audit.verdicts import (
+        AuditReport,
+        AuditSummary,
+        NearestEvidence,
+        VerdictEntry,
+    )
+    from provenance.model.combination import Selection
+    from provenance.model.reasons import VerdictKind
+
+    def entry(record: str, distance: int) -> VerdictEntry:
+        return VerdictEntry.of_selections(
+            recipe="MiniMaxAI/MiniMax-M3",
+            selections=[
+                Selection(variant="nvfp4", hardware="b300", strategy="single_node_tp", node_count=1)
+            ],
+            verdict=VerdictKind.GUIDE_ONLY,
+            roles=(),
+            nearest=(
+                NearestEvidence(record=record, config_key="c", role="serve", distance=distance),
+            ),
+        )
+
+    summary = AuditSummary(
+        combinations=1, recommended=0, guide_only=1, declared=0, undeclared_guide_only=1
+    )
+    report = AuditReport(
+        tool_version="t",
+        recipes=("MiniMaxAI/MiniMax-M3",),
+        summary=summary,
+        verdicts=(entry("sha256:reachable", 2),),
+    )
+    plain = outcomes(report)
+    assert [o.distance for o in plain.values()] == [2]
+    only = {"sha256:reachable"}
+    assert [o.distance for o in outcomes(report, lambda r, hw: r in only).values()] == [2]
+    assert [o.distance for o in outcomes(report, lambda r, hw: False).values()] == [None]
+
+
 # --------------------------------------------------------------------------- end to end
 
 
@@ -155,16 +221,27 @@ def test_suggest_on_embedded_minimax_makes_some_recommended(embedded_report: Sug
 
 def test_applied_diff_re_audits_as_proven(embedded_report: SuggestReport, tmp_path: Path) -> None:
     """The printed diff, applied with `git apply`, gives the audit its proof promised:
-    some combinations recommended, none losing its recommendation or moving away."""
+    some combinations recommended, none losing its recommendation or moving away from
+    evidence the recipe could render."""
     import io
+
+    from provenance.audit.pipeline import EvidenceCache, default_inputs, recipe_model_ids
+    from provenance.recipes.load.loader import load_recipe, load_recipes_root
 
     out = io.StringIO()
     write(embedded_report, "diff", out)
     root = _repo(tmp_path)
-    before = outcomes(_audit(root))  # type: ignore[arg-type]
+    resolved = default_inputs(AuditInputs(recipes=(MODEL,), recipes_root=root))
+    recipes = load_recipes_root(root)
+    model_ids = recipe_model_ids([load_recipe(recipes, "MiniMaxAI/MiniMax-M3")])
+    graph = EvidenceCache().load(resolved.ledger, resolved.evidence, model_ids).graph
+    profiles = recipes.taxonomy.hardware_profiles or {}
+    gpus = {hw: p.gpu_count for hw, p in profiles.items() if p is not None and p.gpu_count}
+    reachable = reachable_points(graph, gpus)
+    before = outcomes(_audit(root), reachable)  # type: ignore[arg-type]
     (tmp_path / "fix.patch").write_text(out.getvalue(), encoding="utf-8")
     _git(root, "apply", str(tmp_path / "fix.patch"))
-    after = outcomes(_audit(root))  # type: ignore[arg-type]
+    after = outcomes(_audit(root), reachable)  # type: ignore[arg-type]
     assert before.keys() == after.keys()
     gained = [k for k in after if after[k].recommended and not before[k].recommended]
     lost = [k for k in after if before[k].recommended and not after[k].recommended]

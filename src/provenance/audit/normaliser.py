@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from provenance.errors import ProvenanceError
 from provenance.model.flags import FlagSet
+
+if TYPE_CHECKING:
+    from provenance.normalise.policy import Policy
 
 
 class RoleNormaliser(Protocol):
@@ -146,6 +149,11 @@ class PolicyNormaliser:
             major = self._policy.major(normalise_argv([*head, *kept], env).flags)
             self._memo[key] = major
         return major
+
+    @property
+    def policy(self) -> Policy:
+        """The policy this normaliser classifies and puts flags in context by."""
+        return self._policy
 
     def major(self, flags: FlagSet) -> FlagSet:
         return self._policy.major(flags)

@@ -13,6 +13,13 @@ original audit, one by one:
 * **better**: guide-only both times and closer;
 * anything else is unchanged.
 
+Distance counts only towards evidence an edit could reach: a combination whose nearest
+evidence point has a deployment shape the recipe cannot render
+(:func:`~provenance.audit.reverse.expressibility_problems`, e.g. a prefill engine on 2
+GPUs where pd_cluster pools are whole nodes) is neither worse nor better, before or
+after: moving towards or away from a point no recipe edit can match changes nothing the
+author can act on.
+
 An edit that touches only ``variants.<v>`` sections is audited for those variants
 alone: no other combination can change.
 """
@@ -22,17 +29,19 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from provenance.audit.index import EvidenceIndex
 from provenance.audit.pipeline import AuditFilters, AuditInputs, EvidenceCache, run_audit
+from provenance.audit.reverse import expressibility_problems
 from provenance.audit.verdicts import AuditReport, SelectionSet, VerdictEntry
 from provenance.model.reasons import VerdictKind
 
-__all__ = ["CellCount", "Outcomes", "Proof", "Prover", "outcomes"]
+__all__ = ["CellCount", "Outcomes", "Proof", "Prover", "Reachable", "outcomes", "reachable_points"]
 
 #: variant, hardware, strategy, node count, KV, KV instances, features, modes, pools
 SelectionKey = tuple[object, ...]
@@ -70,16 +79,42 @@ def _keys(selections: SelectionSet) -> Iterator[SelectionKey]:
             yield (*head, *features, *pair)
 
 
-def _outcome(entry: VerdictEntry) -> _Outcome:
+#: Whether the recipe can render the deployment shape of an evidence point (record id) on
+#: a piece of hardware (hardware id).
+Reachable = Callable[[str, str], bool]
+
+
+def reachable_points(graph: EvidenceIndex, gpus_per_node: Mapping[str, int]) -> Reachable:
+    """:data:`Reachable` for ``graph``'s records (memoised per record and hardware)."""
+    memo: dict[tuple[str, str], bool] = {}
+
+    def reachable(record_id: str, hardware: str) -> bool:
+        found = memo.get((record_id, hardware))
+        if found is None:
+            record = graph.records.get(record_id)
+            found = memo[(record_id, hardware)] = record is not None and not (
+                expressibility_problems(record.record.topology, gpus_per_node.get(hardware))
+            )
+        return found
+
+    return reachable
+
+
+def _outcome(entry: VerdictEntry, reachable: Reachable | None) -> _Outcome:
     distance = sum(n.distance for n in entry.nearest) if entry.nearest else None
+    if distance is not None and reachable is not None and entry.selections:
+        hardware = entry.selections[0].hardware
+        if not all(reachable(n.record, hardware) for n in entry.nearest):
+            distance = None
     return _Outcome(entry.verdict is VerdictKind.RECOMMENDED, distance)
 
 
-def outcomes(report: AuditReport) -> Outcomes:
-    """Each combination of ``report`` with its verdict and distance to the nearest point."""
+def outcomes(report: AuditReport, reachable: Reachable | None = None) -> Outcomes:
+    """Each combination of ``report`` with its verdict and distance to the nearest point
+    (None without one, or, given ``reachable``, when the recipe cannot render it)."""
     found: Outcomes = {}
     for entry in report.verdicts:
-        outcome = _outcome(entry)
+        outcome = _outcome(entry, reachable)
         for selections in entry.selections:
             for key in _keys(selections):
                 found[key] = outcome
@@ -141,6 +176,7 @@ class Prover:
         filters: AuditFilters,
         shared: EvidenceCache,
         baseline: AuditReport,
+        reachable: Reachable | None = None,
     ) -> None:
         self.recipes_root = recipes_root
         self.relative = recipe_file.resolve().relative_to(recipes_root.resolve())
@@ -149,7 +185,8 @@ class Prover:
         self.filters = filters
         self.shared = shared
         self.baseline = baseline
-        self.before = outcomes(baseline)
+        self.reachable = reachable
+        self.before = outcomes(baseline, reachable)
         self._workdir = tempfile.TemporaryDirectory(prefix="provenance-suggest-")
         self.root = Path(self._workdir.name) / "recipes"
         self._copy_root()
@@ -196,7 +233,7 @@ class Prover:
     def prove(self, text: str, variants: set[str] | None) -> tuple[Proof, AuditReport]:
         """Audit ``text`` and compare it with the original, combination by combination."""
         report = self.audit(text, variants)
-        after = outcomes(report)
+        after = outcomes(report, self.reachable)
         gained: Counter[tuple[str, str, str]] = Counter()
         costs: Counter[tuple[str, str, str]] = Counter()
         counts = Counter[str]()

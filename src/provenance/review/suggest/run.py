@@ -49,9 +49,10 @@ from provenance.review.suggest.model import (
     SuggestReport,
     TargetRef,
 )
-from provenance.review.suggest.proof import Proof, Prover
+from provenance.review.suggest.proof import Proof, Prover, reachable_points
 from provenance.review.suggest.search import (
     Target,
+    by_canonical_key,
     candidate_edits,
     cells_of,
     targets,
@@ -111,7 +112,10 @@ def run_suggest(request: SuggestRequest) -> SuggestReport:
     recipe = load_recipe(root, request.recipe)
     loaded = shared.load(resolved.ledger, resolved.evidence, recipe_model_ids([recipe]))
     text = recipe.path.read_text(encoding="utf-8")
-    places = flag_places(load_yaml(recipe.path).data)
+    # verdicts name flags as the audit compares them (canonical keys, in context)
+    places = by_canonical_key(
+        flag_places(load_yaml(recipe.path).data), loaded.normaliser.policy.aliases.canonical
+    )
     tokens = [t for found in places.values() for p in found for t in p.tokens]
     gpus = {
         hw: profile.gpu_count
@@ -128,6 +132,7 @@ def run_suggest(request: SuggestRequest) -> SuggestReport:
         request.filters,
         shared,
         baseline,
+        reachable_points(loaded.graph, gpus),
     ) as prover:
         proven, tried = _reach(
             baseline, recipe, root, loaded.graph, gpus, places, tokens, text, prover

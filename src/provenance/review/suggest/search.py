@@ -25,23 +25,31 @@ combination of the same recipe. Candidates are only proposals: :mod:`.proof` dec
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from provenance.audit.index import EvidenceIndex, IndexedRecord
+from provenance.audit.judge.roles import with_compared_defaults
 from provenance.audit.reverse import expressibility_problems
 from provenance.audit.verdicts import AuditReport, VerdictEntry
 from provenance.model.flags import FlagSet
 from provenance.model.reasons import ReasonCode, VerdictKind
 from provenance.model.scope import EVIDENCE_ROLE, Scope, checkpoint_key, deployment_kind
-from provenance.normalise.policy import COMPARED_DEFAULTS
 from provenance.recipes.enumerate.hardware import HardwareView, hardware_view
 from provenance.recipes.load.loader import Recipe, RecipesRoot
 from provenance.recipes.locate import FlagPlace
 from provenance.recipes.render.synthesis import model_id_of
 from provenance.review.suggest.edits import AddFlag, Edit, EditOp, RemoveFlag, SetTp, flag_spelling
 
-__all__ = ["Cell", "Target", "candidate_edits", "cells_of", "targets"]
+__all__ = [
+    "Cell",
+    "Target",
+    "by_canonical_key",
+    "candidate_edits",
+    "cells_of",
+    "targets",
+    "variant_hardware",
+]
 
 #: Flags the parallelism emitter writes from the pool or node selection: a user's pick.
 PLACEMENT = frozenset(
@@ -114,23 +122,27 @@ def cells_of(entry: VerdictEntry) -> list[Cell]:
     return list(found)
 
 
+def by_canonical_key(
+    places: Mapping[str, list[FlagPlace]], canonical: Callable[[str], str]
+) -> dict[str, list[FlagPlace]]:
+    """The recipe's flag places under the key the audit compares them by
+    (``Policy.aliases.canonical``): a verdict's flags are in policy-effective terms, so an
+    aliased knob the recipe spells ``env:X`` is found, dropped and changed as the one
+    canonical flag its verdict names."""
+    found: dict[str, list[FlagPlace]] = defaultdict(list)
+    for key, listed in places.items():
+        found[canonical(key)].extend(listed)
+    return dict(found)
+
+
 def _role_flags(entry: VerdictEntry) -> dict[str, FlagSet]:
+    """Each evidence role's flags as the audit compared them (``Policy.effective``: the
+    verdict's role flags are the combination key's, in context)."""
     roles: dict[str, FlagSet] = {}
     for role in entry.roles:
         name = EVIDENCE_ROLE.get(role.role, role.role)
         roles[name] = FlagSet({f.key: f.value for f in role.flags})
     return roles
-
-
-def _with_defaults(
-    only_recipe: dict[str, str], only_evidence: dict[str, str], changed: dict[str, tuple[str, str]]
-) -> None:
-    """Read an absent parallel size as vLLM's default (1) on either side."""
-    for key, default in COMPARED_DEFAULTS.items():
-        if key in only_recipe:
-            changed[key] = (only_recipe.pop(key), default)
-        elif key in only_evidence:
-            changed[key] = (default, only_evidence.pop(key))
 
 
 def targets(
@@ -167,8 +179,9 @@ def targets(
             diff = []
             size = 0
             for role, flags in roles.items():
-                only_recipe, only_evidence, changed = flags.diff_parts(record.major[role])
-                _with_defaults(only_recipe, only_evidence, changed)
+                only_recipe, only_evidence, changed = with_compared_defaults(
+                    *flags.diff_parts(record.major[role])
+                )
                 if cell.strategy != "single_node_tp" and "tensor_parallel_size" in changed:
                     break
                 if (set(only_recipe) | set(only_evidence) | set(changed)) & (
