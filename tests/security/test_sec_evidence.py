@@ -19,7 +19,14 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from inferencex_fixtures import MASTER_DISAGG, MASTER_SINGLE, RECIPE_4P1D, RepoBuilder
+from inferencex_fixtures import (
+    MASTER_DISAGG,
+    MASTER_SINGLE,
+    RECIPE_4P1D,
+    WORKFLOW_PATH,
+    RepoBuilder,
+    workflow,
+)
 from sec_fixtures import (
     LAUNCHER,
     MASTER,
@@ -119,6 +126,7 @@ def hostile_repo(root: Path, canary: Path, port: int) -> RepoBuilder:
         {
             MASTER: master,
             RUNNERS_PATH: str(base_files()[RUNNERS_PATH]),
+            WORKFLOW_PATH: workflow(),
             LAUNCHER: launcher,
             SCRIPT: script,
             RECIPE: recipe,

@@ -26,7 +26,14 @@ from xml.etree import ElementTree
 
 import pytest
 from click.testing import CliRunner
-from inferencex_fixtures import LAUNCH_B300, MASTER_SINGLE, RUNNERS, RepoBuilder
+from inferencex_fixtures import (
+    LAUNCH_B300,
+    MASTER_SINGLE,
+    RUNNERS,
+    WORKFLOW_PATH,
+    RepoBuilder,
+    workflow,
+)
 from sec_fixtures import (
     LAUNCHER,
     MASTER,
@@ -115,6 +122,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outputs]:
         {
             MASTER: MASTER_M3,
             RUNNERS_PATH: RUNNERS,
+            WORKFLOW_PATH: workflow(),
             LAUNCHER: LAUNCH_B300,
             SCRIPT: _script(HOSTILE),
         },

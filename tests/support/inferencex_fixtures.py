@@ -53,6 +53,29 @@ labels:
     - h100-cw_00
 """
 
+#: ``benchmark-tmpl.yml`` as far as the extractor reads it (its top-level env); ``subdir``
+#: is the fixed-seq-len ``SCENARIO_SUBDIR`` (``''`` before the ``fixed_seq_len/`` move).
+WORKFLOW_PATH = ".github/workflows/benchmark-tmpl.yml"
+
+
+def workflow(subdir: str = "fixed_seq_len/") -> str:
+    """A benchmark workflow template whose env gives ``SCENARIO_SUBDIR`` as InferenceX's does."""
+    return f"""\
+name: Template - Benchmark
+on:
+  workflow_call:
+    inputs:
+      scenario-type:
+        required: false
+        type: string
+        default: 'fixed-seq-len'
+env:
+  SCENARIO_TYPE: ${{{{ inputs.scenario-type }}}}
+  SCENARIO_SUBDIR: ${{{{ inputs.scenario-type == 'agentic-coding' && 'agentic/' || '{subdir}' }}}}
+jobs: {{}}
+"""
+
+
 LAUNCH_B300 = """\
 #!/usr/bin/env bash
 set -euo pipefail
@@ -202,6 +225,7 @@ def toy_base_files() -> Files:
     return {
         "configs/nvidia-master.yaml": MASTER_SINGLE + "\n" + MASTER_DISAGG,
         "configs/runners.yaml": RUNNERS,
+        WORKFLOW_PATH: workflow(),
         "runners/launch_b300-nv.sh": LAUNCH_B300,
         TOY_SCRIPT: SCRIPT_MTP,
         TOY_RECIPE: RECIPE_4P1D,

@@ -24,7 +24,9 @@ from inferencex_fixtures import (
     RECIPE_4P1D,
     RUNNERS,
     SCRIPT_MTP,
+    WORKFLOW_PATH,
     RepoBuilder,
+    workflow,
 )
 
 from provenance.safe_yaml import MAX_YAML_BYTES
@@ -46,6 +48,7 @@ def base_files() -> dict[str, str | None]:
     return {
         MASTER: MASTER_SINGLE + "\n" + MASTER_DISAGG,
         RUNNERS_PATH: RUNNERS,
+        WORKFLOW_PATH: workflow(),
         LAUNCHER: LAUNCH_B300,
         SCRIPT: SCRIPT_MTP,
         RECIPE: RECIPE_4P1D,

@@ -14,7 +14,9 @@ from inferencex_fixtures import (
     RECIPE_4P1D,
     RUNNERS,
     SCRIPT_MTP,
+    WORKFLOW_PATH,
     RepoBuilder,
+    workflow,
 )
 
 from provenance.cli.main import cli
@@ -33,6 +35,7 @@ def _repo(make_repo: Callable[[], RepoBuilder]) -> RepoBuilder:
         {
             "configs/nvidia-master.yaml": MASTER_SINGLE + "\n" + MASTER_DISAGG,
             "configs/runners.yaml": RUNNERS,
+            WORKFLOW_PATH: workflow(),
             "runners/launch_b300-nv.sh": LAUNCH_B300,
             SCRIPT: SCRIPT_MTP,
             RECIPE: RECIPE_4P1D,

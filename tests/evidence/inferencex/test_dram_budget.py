@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from inferencex_fixtures import RepoBuilder
+from inferencex_fixtures import WORKFLOW_PATH, RepoBuilder, workflow
 
 from provenance.evidence.bash import evaluate_launcher
 from provenance.evidence.inferencex.dram_budget import dram_offload_gb
@@ -69,6 +69,7 @@ def _snapshot(builder: RepoBuilder, **extra: str) -> Snapshot:
     files: dict[str, str | None] = {
         "configs/nvidia-master.yaml": MASTER,
         "configs/runners.yaml": RUNNERS,
+        WORKFLOW_PATH: workflow(),
         "runners/launch_b200-dgxc.sh": LAUNCH,
         "benchmarks/single_node/agentic/toy_fp4_b200_vllm.sh": SCRIPT,
         "utils/matrix_logic/generate_sweep_configs.py": GENERATOR,

@@ -80,7 +80,12 @@ from provenance.evidence.inferencex.scripts import (
     evaluate_point,
     resolve_script,
 )
-from provenance.evidence.inferencex.skips import SkipCode, SkipCount, legacy_skips
+from provenance.evidence.inferencex.skips import (
+    SkipCode,
+    SkipCount,
+    legacy_skips,
+    unresolved_script,
+)
 from provenance.evidence.inferencex.snapshot import Snapshot
 from provenance.evidence.inferencex.srt_slurm import (
     NotVllmRecipeError,
@@ -353,8 +358,13 @@ class _Extractor:
             self._resolutions[cache_key] = resolution
             if resolution.path is None:
                 self.summary.unresolved_scripts.append(
-                    f"{entry.key} ({point.scenario}, spec-decoding {point.spec_decoding}): "
-                    f"{resolution.reason}"
+                    unresolved_script(
+                        entry.key,
+                        point.scenario,
+                        point.spec_decoding,
+                        self.snapshot.sha,
+                        resolution.reason or "",
+                    )
                 )
             elif resolution.via_deprecated:
                 self.summary.warnings.append(
@@ -364,7 +374,8 @@ class _Extractor:
         if not self._consider(entry.key, resolution.path or ""):
             return
         if resolution.path is None:
-            self._skip("launcher-not-found", entry)
+            unknown = resolution.subdir_unknown is not None
+            self._skip("scenario-subdir-unknown" if unknown else "launcher-not-found", entry)
             return
         try:
             evidence = evaluate_point(self.snapshot, entry, point, resolution)

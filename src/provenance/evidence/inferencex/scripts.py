@@ -16,8 +16,11 @@ itself any more: their scripts moved to a ``deprecated/`` sibling directory.
 When no candidate exists, the same names are tried there and the resolution
 says so.
 
-The env a script receives is the one ``benchmark-tmpl.yml`` projects from the
-matrix row (spec §2.2), for the throughput run (``RUN_EVAL=false``,
+``SCENARIO_SUBDIR``, part of both the routing and the env, is the value
+``benchmark-tmpl.yml`` gives it at that commit (:mod:`.workflow_env`): ``''``
+for fixed-seq-len before the scripts moved to ``fixed_seq_len/``, that
+directory since. The env a script receives is the one ``benchmark-tmpl.yml``
+projects from the matrix row (spec §2.2), for the throughput run (``RUN_EVAL=false``,
 ``EVAL_ONLY=false``). ``MODEL_PATH`` is set by the runner launcher at run
 time; it is given as ``/models/<checkpoint basename>``, a placeholder that the
 flag normaliser canonicalises by basename.
@@ -39,6 +42,7 @@ from provenance.evidence.bash.config_file import merge_config_file
 from provenance.evidence.inferencex.dram_budget import dram_offload_gb
 from provenance.evidence.inferencex.master import MasterEntry, SingleNodePoint
 from provenance.evidence.inferencex.snapshot import Snapshot
+from provenance.evidence.inferencex.workflow_env import SINGLE_NODE_TEMPLATE, scenario_subdirs
 from provenance.model.flags import FlagSet
 from provenance.model.record import PartialMarker
 from provenance.normalise.canonical import normalise_argv
@@ -72,6 +76,10 @@ class ScriptResolution(BaseModel):
     via_deprecated: bool = False
     alternatives: tuple[str, ...] = ()
     reason: str | None = None
+    #: The ``SCENARIO_SUBDIR`` the workflow gives this point and the path was found under.
+    scenario_subdir: str = ""
+    #: Why the workflow's ``SCENARIO_SUBDIR`` is not known (then nothing was looked for).
+    subdir_unknown: str | None = None
 
 
 class ServeEvidence(BaseModel):
@@ -183,10 +191,11 @@ def _script_candidates(launcher_text: str, routing: tuple[tuple[str, str], ...])
     return tuple(found)
 
 
-def routing_variables(entry: MasterEntry, point: SingleNodePoint) -> dict[str, str]:
+def routing_variables(entry: MasterEntry, point: SingleNodePoint, subdir: str) -> dict[str, str]:
+    """The matrix env a runner launcher composes script paths from (``subdir``: the
+    ``SCENARIO_SUBDIR`` of :func:`.workflow_env.scenario_subdirs`)."""
     spec = "_mtp" if point.spec_decoding == "mtp" else ""
     fw_suffix = "_trt" if entry.framework == "trt" else ""
-    subdir = "agentic/" if point.scenario == "agentic-coding" else "fixed_seq_len/"
     return {
         "SCENARIO_SUBDIR": subdir,
         "EXP_NAME": exp_name(entry, point),
@@ -204,13 +213,21 @@ def routing_variables(entry: MasterEntry, point: SingleNodePoint) -> dict[str, s
 def resolve_script(
     snapshot: Snapshot, entry: MasterEntry, point: SingleNodePoint
 ) -> ScriptResolution:
-    """The launcher for ``entry`` at ``point``, resolved as the runner launchers do."""
+    """The launcher for ``entry`` at ``point``, resolved as the runner launchers do.
+
+    ``SCENARIO_SUBDIR`` is the workflow's at this commit; when it can take several
+    values (an input other than the scenario decides), each is tried in turn.
+    """
     fleets = fleets_for_runner(snapshot, entry.runner)
     if not fleets:
         return ScriptResolution(
             path=None, fleet=None, launcher=None, reason=f"runner label {entry.runner!r} unknown"
         )
-    routing = routing_variables(entry, point)
+    subdirs = scenario_subdirs(snapshot, SINGLE_NODE_TEMPLATE, point.scenario)
+    if isinstance(subdirs, str):
+        return ScriptResolution(
+            path=None, fleet=None, launcher=None, reason=subdirs, subdir_unknown=subdirs
+        )
     results: list[ScriptResolution] = []
     for fleet in fleets:
         launcher = f"runners/launch_{fleet}.sh"
@@ -222,29 +239,27 @@ def resolve_script(
                 )
             )
             continue
-        candidates = script_candidates(raw.decode("utf-8", "replace"), routing)
-        # safe_path refuses a candidate that escapes or is (under) a symlink.
-        chosen = next(
-            (c for c in candidates if snapshot.is_file(snapshot.safe_path(c, origin=launcher))),
-            None,
-        )
-        via_deprecated = False
-        if chosen is None:
-            for candidate in candidates:
-                moved = posixpath.join(
-                    posixpath.dirname(candidate), "deprecated", posixpath.basename(candidate)
-                )
-                if snapshot.is_file(snapshot.safe_path(moved, origin=launcher)):
-                    chosen, via_deprecated = moved, True
-                    break
+        text = raw.decode("utf-8", "replace")
+        found: ScriptResolution | None = None
+        tried: list[str] = []
+        for subdir in subdirs:
+            candidates = script_candidates(text, routing_variables(entry, point, subdir))
+            tried.extend(c for c in candidates if c not in tried)
+            found = _first_existing(snapshot, launcher, candidates, fleet, subdir)
+            if found is not None:
+                break
+        if found is not None:
+            results.append(found.model_copy(update={"tried": tuple(tried)}))
+            continue
         results.append(
             ScriptResolution(
-                path=chosen,
+                path=None,
                 fleet=fleet,
                 launcher=launcher,
-                tried=tuple(candidates),
-                via_deprecated=via_deprecated,
-                reason=None if chosen else "no candidate script exists",
+                tried=tuple(tried),
+                reason=f"{launcher} composes {_looked_for(tried)}; none exists"
+                if tried
+                else f"{launcher} composes no single-node script path",
             )
         )
     resolved = [r for r in results if r.path is not None]
@@ -255,6 +270,40 @@ def resolve_script(
     chosen_result = resolved[0]
     others = tuple(sorted({r.path for r in resolved if r.path and r.path != chosen_result.path}))
     return chosen_result.model_copy(update={"alternatives": others})
+
+
+def _looked_for(tried: list[str]) -> str:
+    """``a.sh, b.sh (and each in its deprecated/ sibling)``."""
+    return ", ".join(tried) + " (and each in its deprecated/ sibling directory)"
+
+
+def _first_existing(
+    snapshot: Snapshot, launcher: str, candidates: list[str], fleet: str, subdir: str
+) -> ScriptResolution | None:
+    """The first candidate in the tree, else the first in a ``deprecated/`` sibling."""
+    # safe_path refuses a candidate that escapes or is (under) a symlink.
+    chosen = next(
+        (c for c in candidates if snapshot.is_file(snapshot.safe_path(c, origin=launcher))),
+        None,
+    )
+    via_deprecated = False
+    if chosen is None:
+        for candidate in candidates:
+            moved = posixpath.join(
+                posixpath.dirname(candidate), "deprecated", posixpath.basename(candidate)
+            )
+            if snapshot.is_file(snapshot.safe_path(moved, origin=launcher)):
+                chosen, via_deprecated = moved, True
+                break
+    if chosen is None:
+        return None
+    return ScriptResolution(
+        path=chosen,
+        fleet=fleet,
+        launcher=launcher,
+        via_deprecated=via_deprecated,
+        scenario_subdir=subdir,
+    )
 
 
 def exp_name(entry: MasterEntry, point: SingleNodePoint) -> str:
@@ -270,10 +319,12 @@ def launcher_env(
     entry: MasterEntry,
     point: SingleNodePoint,
     fleet: str | None,
+    subdir: str,
     dram_gb: int | None = None,
 ) -> dict[str, str]:
     """The env ``benchmark-tmpl.yml`` gives the launcher for this matrix row (spec §2.2).
 
+    ``subdir`` is the workflow's ``SCENARIO_SUBDIR`` (:func:`.workflow_env.scenario_subdirs`);
     ``dram_gb`` is the point's ``TOTAL_CPU_DRAM_GB`` (:mod:`.dram_budget`), None when unknown.
     """
     agentic = point.scenario == "agentic-coding"
@@ -301,7 +352,7 @@ def launcher_env(
         "EVAL_ONLY": "false",
         "EXP_NAME": exp_name(entry, point),
         "SCENARIO_TYPE": point.scenario,
-        "SCENARIO_SUBDIR": "agentic/" if agentic else "fixed_seq_len/",
+        "SCENARIO_SUBDIR": subdir,
         "IS_AGENTIC": "1" if agentic else "0",
         "RANDOM_RANGE_RATIO": "0.8",
         "GPU_COUNT": str(point.tp * point.pp * point.pcp_size),
@@ -356,7 +407,11 @@ def evaluate_point(
             )
         else:
             dram_gb = budget
-    result = evaluate_launcher(text, path, launcher_env(entry, point, resolution.fleet, dram_gb))
+    result = evaluate_launcher(
+        text,
+        path,
+        launcher_env(entry, point, resolution.fleet, resolution.scenario_subdir, dram_gb),
+    )
     partial.extend(result.partial)
     if resolution.alternatives:
         partial.append(

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 SkipCode = Literal[
     "launcher-not-found",
+    "scenario-subdir-unknown",
     "argv-not-normalisable",
     "launcher-not-evaluable",
     "no-vllm-engine",
@@ -36,7 +37,14 @@ SkipCode = Literal[
 SKIP_CODES: tuple[SkipCode, ...] = get_args(SkipCode)
 
 SKIP_MESSAGES: dict[SkipCode, str] = {
-    "launcher-not-found": "launcher script not found",
+    "launcher-not-found": (
+        "launcher script not found: no path the runner launcher composes exists at the commit "
+        "(each unresolved_scripts line names the commit and every path looked for)"
+    ),
+    "scenario-subdir-unknown": (
+        "SCENARIO_SUBDIR of benchmark-tmpl.yml not known statically at the commit (the "
+        "unresolved_scripts line names the commit and why)"
+    ),
     "argv-not-normalisable": "served argv not normalisable",
     "launcher-not-evaluable": "launcher could not be evaluated",
     "no-vllm-engine": "launcher serves no vLLM engine (framework {framework})",
@@ -70,6 +78,17 @@ SKIP_MESSAGES: dict[SkipCode, str] = {
 }
 
 
+#: One ``unresolved_scripts`` line: a single-node point whose launcher was not found.
+UNRESOLVED_SCRIPT = "{key} ({scenario}, spec-decoding {spec}) at {commit}: {why}"
+
+
+def unresolved_script(key: str, scenario: str, spec: str, commit: str, why: str) -> str:
+    """The ``unresolved_scripts`` line of a point (``why`` names the paths looked for)."""
+    return UNRESOLVED_SCRIPT.format(
+        key=key, scenario=scenario, spec=spec, commit=commit[:12], why=why
+    )
+
+
 def skip_message(code: SkipCode, framework: str) -> str:
     """The human message of ``code`` for an entry of ``framework``."""
     return SKIP_MESSAGES[code].format(framework=framework)
@@ -85,6 +104,7 @@ def _legacy_pattern(template: str) -> re.Pattern[str]:
 _LEGACY = [(code, _legacy_pattern(text)) for code, text in SKIP_MESSAGES.items()]
 #: Messages of earlier versions of a code (its current message is matched too).
 _OLD_MESSAGES: dict[str, SkipCode] = {
+    "launcher script not found": "launcher-not-found",
     "AMD vllm-disagg launcher takes its serve flags from models_vllm.yaml through "
     'eval "$(python3 ...)" (not evaluated statically)': "amd-disagg-python-eval",
     "srt-slurm recipe not in the InferenceX tree (upstream srt-slurm recipe)": (
