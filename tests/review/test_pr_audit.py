@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import git
 import pytest
 import yaml
 from recipes_repo import EMBEDDED, MODEL, REPO_ROOT, work_tree
@@ -434,3 +435,23 @@ def test_new_kv_offload_support_claim_is_enumerated_and_blocks(tmp_path: Path) -
     assert [c.kv_offload for c in diff.claims] == ["offloading_cpu"]
     assert diff.claims[0].hardware == "" and "kv_offload_support" in diff.claims[0].detail
     assert not diff.gate.passed
+
+
+def test_a_pr_editing_the_policy_is_audited_under_it(tmp_path: Path) -> None:
+    """Each side is judged under its own policy file: a head that classes the indexer
+    precision as tuning no longer blocks on it, and a bad policy names the revision."""
+    work, base, head = _mxfp8_indexer_pr(tmp_path)
+    request = PrAuditRequest(
+        repo=work, base=base, head=head, ledger=LEDGER, evidence=EVIDENCE, filters=FILTERS
+    )
+    assert not run_pr_audit(request).diff.gate.passed
+    (work / "provenance.toml").write_text(f'[policy]\n"{INDEXER[0]}" = "tuning"\n')
+    relaxed = _commit(git.Repo(work), "head, under a policy of its own")
+    result = run_pr_audit(request.model_copy(update={"head": relaxed}))
+    assert result.changed.shared_changed  # the policy decides every recipe's verdicts
+    assert result.diff.gate.passed, result.diff.gate
+    (work / "provenance.toml").write_text('[policy]\n"x" = "bogus"\n')
+    broken = _commit(git.Repo(work), "a bad policy")
+    with pytest.raises(InputError) as info:
+        run_pr_audit(request.model_copy(update={"head": broken}))
+    assert str(info.value).startswith(f"{broken[:12]}:provenance.toml:2")

@@ -32,6 +32,7 @@ from provenance.audit.walks.selections import SelectionWalk
 from provenance.errors import IntegrityError, UsageError
 from provenance.model.combination import RenderResult, Selection
 from provenance.model.ledger import Declarations, LedgerEntry, LedgerIdentity
+from provenance.normalise.policy import Policy, default_policy, load_policy
 from provenance.recipes.enumerate.selections import EnumerationOptions
 from provenance.recipes.load.loader import Recipe, RecipesRoot
 
@@ -396,16 +397,29 @@ class EvidenceCache:
     def __init__(self) -> None:
         self._loaded: LoadedEvidence | None = None
 
-    def load(self, ledger: Path, evidence: Path, model_ids: Collection[str]) -> LoadedEvidence:
+    def load(
+        self,
+        ledger: Path,
+        evidence: Path,
+        model_ids: Collection[str],
+        policy: Policy | None = None,
+    ) -> LoadedEvidence:
+        """The graph of ``ledger``/``evidence`` normalised under ``policy`` (the default
+        policy when None); cached by the directories and the policy's digest."""
+        policy = policy or default_policy()
         found = self._loaded
         wanted = frozenset(model_ids)
-        if found is None or (found.ledger, found.evidence) != (ledger, evidence):
+        if found is None or (found.ledger, found.evidence, found.normaliser.policy.digest) != (
+            ledger,
+            evidence,
+            policy.digest,
+        ):
             found = None
         elif not wanted <= found.model_ids:
             wanted |= found.model_ids
             found = None
         if found is None:
-            normaliser = PolicyNormaliser()
+            normaliser = PolicyNormaliser(policy)
             graph, declarations, stored = _load_graph(ledger, evidence, normaliser, wanted)
             found = self._loaded = LoadedEvidence(
                 ledger, evidence, normaliser, graph, declarations, wanted, stored
@@ -431,7 +445,8 @@ def run_audit(
     resolved = default_inputs(inputs)
     recipes = recipe_inputs(resolved, filters)
     model_ids = recipe_model_ids(r.cells.recipe for r in recipes if r.cells is not None)
-    loaded = (shared or EvidenceCache()).load(resolved.ledger, resolved.evidence, model_ids)
+    policy = load_policy(resolved.recipes_root)
+    loaded = (shared or EvidenceCache()).load(resolved.ledger, resolved.evidence, model_ids, policy)
     declarations = loaded.declarations
     in_repo = resolved.recipes_root / REPO_DECLARATIONS_FILE
     if in_repo.is_file():
@@ -561,7 +576,7 @@ def run_explain(inputs: AuditInputs, spec: SelectionSpec) -> object:
     recipe = load_recipe(root, spec.recipe)
     selection = resolve_selection(recipe, root, spec)
     result = render(recipe, root, selection)
-    normaliser = PolicyNormaliser()
+    normaliser = PolicyNormaliser(load_policy(resolved.recipes_root))
     graph, declarations = load_graph(
         resolved.ledger, resolved.evidence, normaliser, recipe_model_ids([recipe])
     )

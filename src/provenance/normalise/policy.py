@@ -37,8 +37,11 @@ canonical-pattern rules the defaults are written in.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import functools
+import hashlib
+import json
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -55,6 +58,7 @@ from provenance.normalise.context import DEFAULT_CONTEXT_RULES, ContextRule, Con
 __all__ = [
     "COMPARED_DEFAULTS",
     "DEFAULT_RULES",
+    "POLICY_FILES",
     "UNKNOWN_BASIS",
     "Policy",
     "PolicyRule",
@@ -63,6 +67,7 @@ __all__ = [
     "parse_aliases_table",
     "parse_context_table",
     "parse_policy_table",
+    "toml_line",
 ]
 
 MAJOR = FlagClass.MAJOR
@@ -405,7 +410,16 @@ class Policy:
     the flags a context rule makes inert for the command's role.
     """
 
-    __slots__ = ("_classes", "_context_memo", "_layers", "_rules", "aliases", "context", "origin")
+    __slots__ = (
+        "_classes",
+        "_context_memo",
+        "_digest",
+        "_layers",
+        "_rules",
+        "aliases",
+        "context",
+        "origin",
+    )
 
     def __init__(
         self,
@@ -423,6 +437,19 @@ class Policy:
         self.aliases = AliasTable(aliases)
         self.context = ContextRules(context)
         self.origin = origin
+        self._digest: str | None = None
+
+    @property
+    def digest(self) -> str:
+        """A hash of every rule, alias and context rule: equal digests compare alike (the
+        key of whatever is computed under a policy, such as a normalised evidence graph)."""
+        if self._digest is None:
+            parts = [[r.model_dump(mode="json") for r in layer.rules] for layer in self._layers]
+            parts.append([r.model_dump(mode="json") for r in self.aliases.rules])
+            parts.append([r.model_dump(mode="json") for r in self.context.rules])
+            text = json.dumps(parts, sort_keys=True, separators=(",", ":"))
+            self._digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return self._digest
 
     @property
     def overrides(self) -> tuple[PolicyRule, ...]:
@@ -710,20 +737,69 @@ def _toml_value(value: object) -> str:
     return str(value)
 
 
-def _read_toml(path: Path) -> dict[str, object]:
+def _read_toml(path: Path) -> tuple[str, dict[str, object]]:
+    """The text of ``path`` and its TOML tables."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=path) from None
     try:
-        return tomllib.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
+        return text, tomllib.loads(text)
     except UnicodeDecodeError:
         raise InputError("not UTF-8 text", path=path) from None
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not valid TOML: {exc}", path=path) from None
+        found = _DECODE_AT.search(str(exc))
+        line = int(found.group(1)) if found else None
+        raise InputError(f"not valid TOML: {exc}", path=path, line=line) from None
+
+
+_DECODE_AT = re.compile(r"at line (\d+)")
+_TOML_HEADER = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]")
+_TOML_ONE_KEY = r"""(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')"""
+_TOML_KEY = re.compile(rf"^\s*({_TOML_ONE_KEY}(?:\s*\.\s*{_TOML_ONE_KEY})*)\s*=")
+_TOML_PART = re.compile(r"\"([^\"]*)\"|'([^']*)'|[A-Za-z0-9_-]+")
+
+
+def _toml_parts(dotted: str) -> list[str]:
+    return [m.group(1) or m.group(2) or m.group(0) for m in _TOML_PART.finditer(dotted)]
+
+
+def toml_line(text: str, key_path: str) -> int | None:
+    """The 1-based line of ``text`` (a TOML document) that defines ``key_path`` (dotted;
+    its keys may hold dots), else of its longest defined prefix (a table header, an inline
+    table), else of the first table under it; None if none.
+
+    Good enough for error messages: table headers and ``key = value`` lines, keys bare
+    or quoted; a key inside a multi-line value is not found (its prefix is).
+    """
+    table: list[str] = []
+    best: tuple[int, int] | None = None  # (matched characters, line)
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = _TOML_HEADER.match(line)
+        if header is not None and not line.lstrip().startswith("[["):
+            table = _toml_parts(header.group(1))
+            here = ".".join(table)
+        else:
+            key = _TOML_KEY.match(line)
+            if key is None:
+                continue
+            here = ".".join([*table, *_toml_parts(key.group(1))])
+        if key_path == here or key_path.startswith(here + "."):
+            score = len(here)
+        elif here.startswith(key_path + "."):
+            score = len(key_path)
+        else:
+            continue
+        if best is None or score > best[0]:
+            best = (score, number)
+    return best[1] if best is not None else None
 
 
 _SECTIONS = ("policy", "aliases", "context")
+
+#: The files of a repository :func:`load_policy` reads, at its root.
+POLICY_FILES = ("provenance.toml", "pyproject.toml")
 
 
 def load_policy(repo_dir: Path | None) -> Policy:
@@ -735,22 +811,22 @@ def load_policy(repo_dir: Path | None) -> Policy:
     """
     if repo_dir is None:
         return default_policy()
-    found: list[tuple[Path, str, dict[str, object]]] = []
+    found: list[tuple[Path, str, dict[str, object], str]] = []
     own = repo_dir / "provenance.toml"
     if own.is_file():
-        data = _read_toml(own)
+        text, data = _read_toml(own)
         sections = {name: data[name] for name in _SECTIONS if name in data}
         if sections:
-            found.append((own, "", sections))
+            found.append((own, "", sections, text))
     pyproject = repo_dir / "pyproject.toml"
     if pyproject.is_file():
-        data = _read_toml(pyproject)
+        text, data = _read_toml(pyproject)
         tool = data.get("tool")
         section = tool.get("provenance") if isinstance(tool, dict) else None
         if isinstance(section, dict):
             sections = {name: section[name] for name in _SECTIONS if name in section}
             if sections:
-                found.append((pyproject, "tool.provenance.", sections))
+                found.append((pyproject, "tool.provenance.", sections, text))
     if not found:
         return default_policy()
     if len(found) > 1:
@@ -758,25 +834,32 @@ def load_policy(repo_dir: Path | None) -> Policy:
             "the policy is defined twice: in provenance.toml and in "
             "pyproject.toml [tool.provenance]",
             path=found[1][0],
+            line=toml_line(found[1][3], "tool.provenance"),
             key_path="tool.provenance",
             hint="keep one of them",
         )
-    path, prefix, sections = found[0]
+    path, prefix, sections, text = found[0]
     overrides: tuple[PolicyRule, ...] = ()
     aliases: tuple[AliasRule, ...] = ()
     context: tuple[ContextRule, ...] = ()
-    if "policy" in sections:
-        overrides = parse_policy_table(
-            sections["policy"], path=str(path), table_name=f"{prefix}policy"
-        )
-    if "aliases" in sections:
-        aliases = parse_aliases_table(
-            sections["aliases"], path=str(path), table_name=f"{prefix}aliases"
-        )
-    if "context" in sections:
-        context = parse_context_table(
-            sections["context"], path=str(path), table_name=f"{prefix}context"
-        )
+    try:
+        if "policy" in sections:
+            overrides = parse_policy_table(
+                sections["policy"], path=str(path), table_name=f"{prefix}policy"
+            )
+        if "aliases" in sections:
+            aliases = parse_aliases_table(
+                sections["aliases"], path=str(path), table_name=f"{prefix}aliases"
+            )
+        if "context" in sections:
+            context = parse_context_table(
+                sections["context"], path=str(path), table_name=f"{prefix}context"
+            )
+    except InputError as exc:
+        where = exc.location
+        if where is not None and where.line is None and where.key_path:
+            exc.location = dataclasses.replace(where, line=toml_line(text, where.key_path))
+        raise
     return Policy(
         DEFAULT_RULES,
         overrides,

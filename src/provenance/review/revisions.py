@@ -2,8 +2,9 @@
 
 No checkout of the user's tree: blobs are read with gitpython and the files the
 recipe engine needs (``taxonomy.yaml``, ``strategies/``, ``kv_store/``, the repository's
-``provenance-declarations.yaml`` and the
-model YAMLs) are written into a private temporary directory per revision.
+``provenance-declarations.yaml``, its policy files ``provenance.toml`` and
+``pyproject.toml``, and the model YAMLs) are written into a private temporary directory
+per revision.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from provenance.audit.declarations import REPO_DECLARATIONS_FILE
 from provenance.errors import UnsafeInputError
+from provenance.normalise.policy import POLICY_FILES
 from provenance.sources.git import (
     Commit,
     Repo,
@@ -50,7 +52,8 @@ def changed_recipes(repo: Repo, base: str, head: str) -> ChangedRecipes:
     shared = False
     models: set[str] = set()
     for path in changed_paths_between(repo, base_commit, head_commit):
-        if path.startswith(SHARED_PREFIXES) or path == REPO_DECLARATIONS_FILE:
+        # the policy decides every verdict: a PR editing it re-audits every recipe
+        if path.startswith(SHARED_PREFIXES) or path in (REPO_DECLARATIONS_FILE, *POLICY_FILES):
             shared = True
         elif _is_model(path):
             models.add(path)
@@ -87,7 +90,7 @@ def materialise(commit: Commit, models: Iterable[str], dest: Path) -> list[str]:
         blobs = iter_blobs(commit, prefix)
         wanted += [str(b.path) for b in blobs if str(b.path).endswith((".yaml", ".yml"))]
     present: list[str] = []
-    for path in ["taxonomy.yaml", REPO_DECLARATIONS_FILE, *wanted, *models]:
+    for path in ["taxonomy.yaml", REPO_DECLARATIONS_FILE, *POLICY_FILES, *wanted, *models]:
         found = read_blob(commit, path)
         if found is None:
             continue

@@ -40,6 +40,7 @@ from provenance.audit.pipeline import AuditFilters, AuditInputs, EvidenceCache, 
 from provenance.audit.reverse import expressibility_problems
 from provenance.audit.verdicts import AuditReport, SelectionSet, VerdictEntry
 from provenance.model.reasons import VerdictKind
+from provenance.normalise.policy import POLICY_FILES
 
 __all__ = ["CellCount", "Outcomes", "Proof", "Prover", "Reachable", "outcomes", "reachable_points"]
 
@@ -203,6 +204,9 @@ class Prover:
     def _copy_root(self) -> None:
         self.root.mkdir(parents=True)
         shutil.copyfile(self.recipes_root / "taxonomy.yaml", self.root / "taxonomy.yaml")
+        for name in POLICY_FILES:  # the copy is audited under the root's own policy
+            if (self.recipes_root / name).is_file():
+                shutil.copyfile(self.recipes_root / name, self.root / name)
         for folder in ("strategies", "kv_store"):
             source = self.recipes_root / folder
             if source.is_dir():

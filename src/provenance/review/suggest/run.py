@@ -37,6 +37,7 @@ from provenance.audit.verdicts import AuditReport, VerdictEntry
 from provenance.errors import ProvenanceError
 from provenance.model.reasons import ReasonCode, VerdictKind
 from provenance.model.scope import Scope, checkpoint_key, deployment_kind
+from provenance.normalise.policy import load_policy
 from provenance.recipes.enumerate.hardware import hardware_view
 from provenance.recipes.load.loader import Recipe, RecipesRoot, load_recipe, load_recipes_root
 from provenance.recipes.locate import FlagPlace, flag_places
@@ -110,7 +111,12 @@ def run_suggest(request: SuggestRequest) -> SuggestReport:
     baseline = run_audit(inputs, request.filters, shared=shared)
     root = load_recipes_root(resolved.recipes_root)
     recipe = load_recipe(root, request.recipe)
-    loaded = shared.load(resolved.ledger, resolved.evidence, recipe_model_ids([recipe]))
+    loaded = shared.load(
+        resolved.ledger,
+        resolved.evidence,
+        recipe_model_ids([recipe]),
+        load_policy(resolved.recipes_root),
+    )
     text = recipe.path.read_text(encoding="utf-8")
     # verdicts name flags as the audit compares them (canonical keys, in context)
     places = by_canonical_key(
