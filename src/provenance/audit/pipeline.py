@@ -265,15 +265,15 @@ def _load_graph(
 
     book = Ledger(ledger)
     store = EvidenceStore(evidence)
-    present: Collection[str]
+    # Dangling citations first: a deleted record is named with the entry citing it,
+    # before the index (which would then also be stale) is checked.
+    entries = book.entries(ParsedEntries.open())
+    present = frozenset(store.ids())
+    _refuse_dangling(book, store, entries, present)
     if model_ids is None:
         records = store.load_all(VerifiedRecords.open())
-        present = records
     else:
-        scoped = load_scoped(store, model_ids, VerifiedRecords.open())
-        records, present = scoped.records, scoped.present
-    entries = book.entries(ParsedEntries.open())
-    _refuse_dangling(book, store, entries, present)
+        records = load_scoped(store, model_ids, VerifiedRecords.open(), present).records
     graph = EvidenceIndex.build(records.values(), entries, normaliser.role_major)
     return graph, book.declarations(), len(present)
 

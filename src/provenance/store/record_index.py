@@ -187,11 +187,16 @@ class ScopedRecords:
 
 
 def load_scoped(
-    store: EvidenceStore, model_ids: Collection[str], verified: VerifiedRecords | None = None
+    store: EvidenceStore,
+    model_ids: Collection[str],
+    verified: VerifiedRecords | None = None,
+    present: frozenset[str] | None = None,
 ) -> ScopedRecords:
-    """The records whose checkpoint key is one of ``model_ids``' (see the module docstring)."""
+    """The records whose checkpoint key is one of ``model_ids``' (see the module docstring).
+    ``present``: the store's record ids when the caller has already listed them."""
     keys = {checkpoint_key(model_id) for model_id in model_ids}
-    present = frozenset(store.ids())
+    if present is None:
+        present = frozenset(store.ids())
     index = read_index(store)
     if index is None:
         every = store.load_all(verified)
