@@ -3,7 +3,8 @@
 Every role's major flags are diffed in full (``FlagSet.diff``) against every in-scope
 candidate, the reasons scan the candidates flag by flag, and the nearest evidence
 sums full diff sizes over every common candidate: slow, but a direct reading of the
-rules in ``provenance.audit.judge``'s docstrings. It uses none of the judge's code:
+rules in ``provenance.audit.judge``'s docstrings; ``unreachable`` applies the public
+expressibility rule to every in-scope point. It uses none of the judge's code:
 only the evidence index's queries (records in a scope, records of a checkpoint and
 hardware) and the report models. :func:`reference_distinct` and
 :func:`reference_nearest` are the reverse direction's brute-force search for the
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from provenance.audit.index import EvidenceIndex, IndexedRecord
 from provenance.audit.judge import ClassifyFn, Outcome
+from provenance.audit.judge.reachability import expressibility_problems
 from provenance.audit.keys import CombinationKey
 from provenance.audit.verdicts import (
     EvidenceRef,
@@ -60,9 +62,15 @@ class ReferenceRole:
 class ReferenceJudge:
     """``Judge.outcome`` by brute force."""
 
-    def __init__(self, graph: EvidenceIndex, classify: ClassifyFn) -> None:
+    def __init__(
+        self,
+        graph: EvidenceIndex,
+        classify: ClassifyFn,
+        gpus_per_node: Mapping[str, int] | None = None,
+    ) -> None:
         self.graph = graph
         self.classify = classify
+        self.gpus_per_node = gpus_per_node or {}
 
     @staticmethod
     def scope_of(model_id: str, hardware: str, kind: DeploymentKind) -> Scope:
@@ -134,6 +142,8 @@ class ReferenceJudge:
                     )
         if not evidence:
             reasons.extend(self._other_kind_reasons(key, judgements))
+            if judgements:
+                reasons.extend(self._unreachable(key))
         verdict = VerdictKind.RECOMMENDED if evidence else VerdictKind.GUIDE_ONLY
         if verdict is VerdictKind.GUIDE_ONLY and not reasons:
             reasons.append(Reason(code=ReasonCode.NO_EVIDENCE, detail="no evidence point matched"))
@@ -152,6 +162,33 @@ class ReferenceJudge:
             scope=self.scope_of(key.model_id, key.hardware, key.kind),
             role_flags=tuple((j.role, j.flags) for j in judgements),
         )
+
+    def _unreachable(self, key: CombinationKey) -> list[Reason]:
+        """``unreachable`` when the scope has evidence and the schema can express none of
+        its shapes: the most frequent problems (up to 2), each with its share."""
+        records = self.candidates(key.model_id, key.hardware, key.kind)
+        per_node = self.gpus_per_node.get(key.hardware.lower())
+        problems = [expressibility_problems(r.record.topology, per_node) for r in records]
+        if not records or not all(problems):
+            return []
+        share = {p: sum(1 for found in problems if p in found) for found in problems for p in found}
+        ranked = sorted(share, key=lambda p: (-share[p], p))
+        total = len(records)
+        named = [
+            ("every point" if share[p] == total else f"{share[p]} of {total}") + f": {p}"
+            for p in ranked[:2]
+        ]
+        if len(ranked) > 2:
+            named.append(f"{len(ranked) - 2} more shape problem(s)")
+        return [
+            Reason(
+                code=ReasonCode.UNREACHABLE,
+                sources=_prs(records),
+                detail=f"none of the {total} in-scope {key.kind} evidence point(s) has a shape "
+                f"the recipe schema can express ({' | '.join(named)}); its flag reasons are "
+                "secondary: no flag edit reaches evidence",
+            )
+        ]
 
     def _other_kind_reasons(
         self, key: CombinationKey, judgements: Sequence[ReferenceRole]

@@ -18,6 +18,8 @@ rather than explained.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from provenance.audit.declarations import DeclarationMatcher
@@ -97,9 +99,12 @@ def explain(
     graph: EvidenceIndex,
     normaliser: RoleNormaliser,
     declarations: Declarations | None = None,
+    *,
+    gpus_per_node: Mapping[str, int] | None = None,
 ) -> Explanation:
-    """Explain the verdict of one rendered combination."""
-    judge = Judge(graph, normaliser.classify)
+    """Explain the verdict of one rendered combination (``gpus_per_node``: hardware id ->
+    GPUs per node, as the audit's, for reachability)."""
+    judge = Judge(graph, normaliser.classify, gpus_per_node)
     matcher = DeclarationMatcher(declarations or Declarations())
     walk = SelectionWalk(Tally(recipe, judge, matcher), normaliser)
     key = walk.key_of(selection, result)

@@ -106,7 +106,7 @@ def audit(
         # and its memos are freed as soon as the recipe is done (unless ``judges`` keeps it).
         judge = judges.get(recipe.ref) if judges is not None else None
         if judge is None:
-            judge = Judge(graph, classify or normaliser.classify)
+            judge = Judge(graph, classify or normaliser.classify, recipe.gpus_per_node)
             if judges is not None:
                 judges[recipe.ref] = judge
         tally = Tally(recipe.ref, judge, matcher)
@@ -334,16 +334,21 @@ def enumeration_options(filters: AuditFilters) -> EnumerationOptions:
     )
 
 
+def gpus_per_node(root: RecipesRoot) -> dict[str, int]:
+    """Hardware id -> GPUs per node, from the recipes taxonomy's hardware profiles."""
+    return {
+        hw_id: profile.gpu_count
+        for hw_id, profile in (root.taxonomy.hardware_profiles or {}).items()
+        if profile is not None and profile.gpu_count
+    }
+
+
 def recipe_inputs(resolved: ResolvedInputs, filters: AuditFilters) -> list[RecipeInput]:
     from provenance.recipes.load.loader import load_recipe, load_recipes_root
 
     root = load_recipes_root(resolved.recipes_root)
     options = enumeration_options(filters)
-    gpus = {
-        hw_id: profile.gpu_count
-        for hw_id, profile in (root.taxonomy.hardware_profiles or {}).items()
-        if profile is not None and profile.gpu_count
-    }
+    gpus = gpus_per_node(root)
     inputs = []
     for ref in resolved.recipes:
         recipe = load_recipe(root, ref)
@@ -580,4 +585,12 @@ def run_explain(inputs: AuditInputs, spec: SelectionSpec) -> object:
     graph, declarations = load_graph(
         resolved.ledger, resolved.evidence, normaliser, recipe_model_ids([recipe])
     )
-    return explain(recipe.hf_id, selection, result, graph, normaliser, declarations)
+    return explain(
+        recipe.hf_id,
+        selection,
+        result,
+        graph,
+        normaliser,
+        declarations,
+        gpus_per_node=gpus_per_node(root),
+    )

@@ -6,23 +6,12 @@ variant serves and its hardware was audited with that variant. It is
 * ``reproduced`` when audited combinations have exactly its per-role major
   flags and role shape (``combinations`` counts them, ``example`` shows one);
 * ``not-expressible`` when the recipe schema cannot render its deployment
-  shape at all (:func:`expressibility_problems`);
+  shape at all (:func:`~provenance.audit.judge.reachability.expressibility_problems`);
 * ``not-reproduced`` otherwise (``why`` names the nearest audited combination
   and its flag difference).
 
-Expressibility rule (recipes builder spec §2.4, §3.3):
-
-* **disaggregated** → ``pd_cluster``: each role is ONE engine on a pool of
-  N whole nodes (1 ≤ N ≤ 16; the 0-node co-located pool is never rendered by
-  the UI), with pool GPUs = N × gpus-per-node, in mode ``tp`` (TP over the
-  pool, no EP), ``tep`` (TP over the pool + EP) or ``dep`` (DP × TP over the
-  pool + EP), and the mode must be one the recipe offers. So more than one
-  worker per role, co-located roles, a worker on a fraction of a node, or a
-  parallelism layout that is none of tp/tep/dep is not expressible.
-* **single node**: one ``serve`` engine on at most one node; expert
-  parallelism only as ``single_node_tep`` (TP = all GPUs) or
-  ``single_node_dep`` (DP = all GPUs).
-* **aggregated multi-node**: one engine over whole nodes.
+The expressibility rule lives with the judge, which also uses it to call a guide-only
+combination ``unreachable`` (:mod:`provenance.audit.judge.reachability`).
 """
 
 from __future__ import annotations
@@ -32,12 +21,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from provenance.audit.index import EvidenceIndex, IndexedRecord
+from provenance.audit.judge.reachability import expressibility_problems
 from provenance.audit.keys import CombinationKey, EvidenceRoleFlags
 from provenance.audit.tally import KeyTally, Tally
 from provenance.audit.verdicts import ReverseEntry, ReverseStatus
 from provenance.model.combination import Selection
 from provenance.model.flags import FlagSet
-from provenance.model.record import RoleTopology, Topology
 from provenance.model.scope import (
     ROLE_ORDER,
     recipe_role_shape,
@@ -45,79 +34,6 @@ from provenance.model.scope import (
     same_checkpoint,
     shape_matches,
 )
-
-MAX_POOL_NODES = 16
-
-
-def pool_mode(role: RoleTopology) -> str | None:
-    """The pd_cluster pool mode (tp, tep, dep) a role's parallelism corresponds to, if any."""
-    gpus = role.gpus_per_worker
-    expert = role.expert_parallel or role.ep > 1
-    if expert:
-        if role.dp > 1 and role.dp * role.tp == gpus:
-            return "dep"
-        if role.dp == 1 and role.tp == gpus:
-            return "tep"
-        return None
-    if role.dp == 1 and role.tp == gpus:
-        return "tp"
-    return None
-
-
-def expressibility_problems(
-    topology: Topology, gpus_per_node: int | None, pool_modes: Sequence[str] | set[str] = ()
-) -> list[str]:
-    """Why a recipe cannot render this deployment shape (empty when it can)."""
-    per_node = gpus_per_node or topology.gpus_per_node
-    problems: list[str] = []
-    if topology.kind == "disaggregated":
-        if topology.colocated:
-            problems.append(
-                "prefill and decode share a node; a pd_cluster pool is one or more whole "
-                "nodes per role"
-            )
-        for role in sorted(topology.roles, key=lambda r: ROLE_ORDER.get(r, 9)):
-            shape = topology.roles[role]
-            if shape.workers != 1:
-                problems.append(
-                    f"{shape.workers} {role} workers; a pd_cluster pool runs one {role} engine"
-                )
-            mode = pool_mode(shape)
-            if mode is None:
-                problems.append(
-                    f"{role} parallelism tp={shape.tp} ep={shape.ep} dp={shape.dp} on "
-                    f"{shape.gpus_per_worker} GPU(s) is none of the pool modes tp, tep, dep"
-                )
-            elif pool_modes and mode not in pool_modes:
-                problems.append(f"{role} pool mode {mode} is not offered by the recipe")
-            if per_node and (
-                shape.gpus_per_worker % per_node
-                or not 1 <= shape.gpus_per_worker // per_node <= MAX_POOL_NODES
-            ):
-                problems.append(
-                    f"a {role} engine on {shape.gpus_per_worker} GPU(s); a pool uses 1-"
-                    f"{MAX_POOL_NODES} whole nodes of {per_node} GPUs"
-                )
-    elif topology.kind == "single_node":
-        for role, shape in sorted(topology.roles.items()):
-            if shape.workers != 1:
-                problems.append(f"{shape.workers} {role} engines; a recipe renders one")
-            if per_node and shape.gpus_per_worker > per_node:
-                problems.append(f"{shape.gpus_per_worker} GPUs exceed one node of {per_node}")
-            expert = shape.expert_parallel or shape.ep > 1
-            if expert and per_node and per_node not in (shape.tp, shape.dp):
-                problems.append(
-                    f"expert parallelism with tp={shape.tp} dp={shape.dp}; single_node_tep and "
-                    f"single_node_dep span all {per_node} GPUs"
-                )
-    else:
-        for role, shape in sorted(topology.roles.items()):
-            if shape.workers != 1:
-                problems.append(f"{shape.workers} {role} engines; a recipe renders one")
-        if per_node and topology.total_gpus % per_node:
-            problems.append(f"{topology.total_gpus} GPUs are not whole nodes of {per_node}")
-    return problems
-
 
 def _record_roles(record: IndexedRecord) -> tuple[EvidenceRoleFlags, ...]:
     return tuple(

@@ -15,6 +15,7 @@ class VerdictKind(StrEnum):
 
 class ReasonCode(StrEnum):
     NO_EVIDENCE = "no-evidence"
+    UNREACHABLE = "unreachable"
     FLAG_UNEVIDENCED = "flag-unevidenced"
     VALUE_MISMATCH = "value-mismatch"
     MISSING_FLAG = "missing-flag"

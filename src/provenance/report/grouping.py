@@ -4,9 +4,10 @@ and the summary-first sections both print (``docs/report.md``, "Text and markdow
 1. what the recipe claims against what is backed (recommended cells, unbacked claims);
 2. *actionable* groups: guide-only cells an edit could fix, each with its nearest evidence
    and the flag difference to it (``provenance suggest`` finds and proves the edit);
-3. *unreachable* groups: evidence exists, but only in shapes the recipe schema cannot
-   express, so no edit reaches it;
-4. *unbenchmarked* cells (only ``no-evidence``), one line per variant × hardware.
+3. *unreachable* groups: every guide-only cell has reason ``unreachable`` (evidence exists,
+   but only in shapes the recipe schema cannot express, so no edit reaches it);
+4. *unbenchmarked* cells (``no-evidence``: none in scope, perhaps a match in another
+   deployment kind), one line per variant × hardware.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ TOP_REASONS = 5
 #: Tie-break between equally frequent reasons: the more fundamental code first.
 _PRIORITY = {
     "no-evidence": 0,
+    "unreachable": 0,
     "flag-unevidenced": 1,
     "value-mismatch": 2,
     "never-jointly-observed": 3,
@@ -77,7 +79,8 @@ class GroupRow:
     nearest: Counter[str] = field(default_factory=Counter)
     #: records named as nearest evidence by the guide-only cells
     nearest_records: set[str] = field(default_factory=set)
-    #: why an unreachable cell cannot reach evidence (details of ``unreachable`` reasons)
+    #: guide-only cells with reason ``unreachable``, and why (the reasons' details)
+    unreachable: int = 0
     unreachable_why: Counter[str] = field(default_factory=Counter)
     #: the smallest flag difference to nearest evidence among the guide-only cells
     distance: int | None = None
@@ -126,7 +129,8 @@ def group_rows(
                 row.reasons[label] += count
             for reason in entry.reasons:
                 row.codes.add(str(reason.code))
-                if reason.code == _UNREACHABLE and reason.detail:
+                if reason.code == ReasonCode.UNREACHABLE:
+                    row.unreachable += count
                     row.unreachable_why[reason.detail] += count
             if entry.nearest:
                 row.nearest[nearest_label(entry.nearest, most)] += count
@@ -135,10 +139,6 @@ def group_rows(
                 if row.distance is None or distance < row.distance:
                     row.distance = distance
     return list(rows.values())
-
-
-#: The reason code of a cell no schema edit can bring to evidence, when the audit has it.
-_UNREACHABLE = "unreachable"
 
 
 #: Most flag differences a summary names per role (``provenance explain`` has them all).
@@ -205,32 +205,25 @@ class Sections:
     unbenchmarked: list[Unbenchmarked]
 
 
-def _not_expressible(report: AuditReport) -> dict[str, str]:
-    """Record id -> why the recipe schema cannot express it (reverse direction)."""
-    return {e.record: e.why for e in report.reverse if e.status == "not-expressible"}
+def _unbenchmarked(row: GroupRow) -> bool:
+    """No evidence point in ``row``'s scope: only ``no-evidence``, perhaps with a match in
+    another deployment kind (``topology-mismatch``: another strategy, not an edit)."""
+    codes = row.codes - {str(ReasonCode.TOPOLOGY_MISMATCH)}
+    return codes == {str(ReasonCode.NO_EVIDENCE)} and not row.nearest_records
 
 
-def _unreachable_why(row: GroupRow, not_expressible: Mapping[str, str]) -> str | None:
-    """Why no recipe edit reaches evidence for ``row``'s guide-only cells, or None.
-
-    Unreachable: the audit said so (reason ``unreachable``), every reason is a
-    topology mismatch, or every nearest evidence point is one the schema cannot express.
-    """
-    if row.unreachable_why:
-        return min(row.unreachable_why.items(), key=lambda kv: (-kv[1], kv[0]))[0]
-    topology = str(ReasonCode.TOPOLOGY_MISMATCH)
-    if topology in row.codes and row.codes <= {topology, str(ReasonCode.NO_EVIDENCE)}:
-        return "the flags match only evidence of another deployment shape"
-    if row.nearest_records and all(r in not_expressible for r in row.nearest_records):
-        whys = sorted({not_expressible[r] for r in row.nearest_records})
-        return "nearest evidence not expressible by the recipe schema: " + whys[0]
-    return None
+def _unreachable_why(row: GroupRow) -> str | None:
+    """Why no recipe edit reaches evidence for ``row``'s guide-only cells (the detail of
+    their ``unreachable`` reasons, the most frequent first), or None when some cell of it
+    lacks that reason (the group is then actionable: an edit may reach evidence)."""
+    if not row.unreachable_why or row.unreachable < row.guide_only:
+        return None
+    return min(row.unreachable_why.items(), key=lambda kv: (-kv[1], kv[0]))[0]
 
 
 def sections(report: AuditReport, *, show_all: bool = False) -> Sections:
     """The rows of :func:`group_rows`, sorted into the summary-first sections (without
     ``show_all``, the nearest evidence names at most :data:`MAX_DIFF` differences a role)."""
-    not_expressible = _not_expressible(report)
     backed: list[GroupRow] = []
     actionable: list[GroupRow] = []
     unreachable: list[tuple[GroupRow, str]] = []
@@ -240,10 +233,10 @@ def sections(report: AuditReport, *, show_all: bool = False) -> Sections:
             backed.append(row)
         if not row.guide_only:
             continue
-        if not row.recommended and row.codes <= {str(ReasonCode.NO_EVIDENCE)}:
+        if not row.recommended and _unbenchmarked(row):
             idle.setdefault((row.recipe, row.variant, row.hardware), []).append(row)
             continue
-        why = _unreachable_why(row, not_expressible)
+        why = _unreachable_why(row)
         if why is None:
             actionable.append(row)
         else:

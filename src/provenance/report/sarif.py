@@ -9,7 +9,9 @@ it for that selection, preferring the layer the builder emits last (feature
 mode > strategy override > variant > model base args). Reasons without a flag
 (and ``missing-flag``, which the recipe by definition does not write) point at
 the variant's definition. Results whose every combination is covered by a
-declaration carry an ``external`` suppression naming the declaration.
+declaration carry an ``external`` suppression naming the declaration. ``unreachable``
+results, and every other result of combinations that carry it (secondary: no flag edit
+reaches evidence), are level ``note``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ RULES: Mapping[ReasonCode, tuple[str, str]] = {
         "No evidence in scope",
         "No benchmark evidence exists for this checkpoint, hardware and deployment shape.",
     ),
+    ReasonCode.UNREACHABLE: (
+        "No recipe edit reaches evidence",
+        "Evidence exists in scope, but only in deployment shapes the recipe schema cannot "
+        "express; the combination's other reasons are secondary.",
+    ),
     ReasonCode.FLAG_UNEVIDENCED: (
         "Flag never benchmarked",
         "No in-scope evidence point sets this major flag at all.",
@@ -71,7 +78,7 @@ RULES: Mapping[ReasonCode, tuple[str, str]] = {
         "An exact evidence match exists, but no green sweep run is recorded for it.",
     ),
 }
-_NOTE = {ReasonCode.MISSING_FLAG, ReasonCode.TOPOLOGY_MISMATCH}
+_NOTE = {ReasonCode.MISSING_FLAG, ReasonCode.TOPOLOGY_MISMATCH, ReasonCode.UNREACHABLE}
 
 
 @dataclass(frozen=True)
@@ -179,6 +186,8 @@ class _Result:
     declarations: set[str] = field(default_factory=set)
     #: the PR gate's category of the change that introduced it (PR SARIF only)
     category: str | None = None
+    #: a reason of unreachable combinations (reason ``unreachable``): level note, secondary
+    secondary: bool = False
 
 
 def _artifact_uri(path: str) -> str:
@@ -201,6 +210,8 @@ def _message(result: _Result) -> str:
     else:
         what = f"{where}combination"
     text = f"{result.code} ({what})"
+    if result.secondary:
+        text = f"secondary, the combination is unreachable: {text}"
     if result.category is not None:
         text = f"{result.category}: {text}"
     if reason.evidence_value is not None:
@@ -272,6 +283,7 @@ class _Collector:
             if not entry.reasons:
                 continue
             locator = self.locator(entry.recipe)
+            secondary = any(r.code == ReasonCode.UNREACHABLE for r in entry.reasons)
             reasons = []
             for reason in entry.reasons:
                 if keep is not None and not keep(reason):
@@ -284,11 +296,17 @@ class _Collector:
                 layers = selection_layers(selection) if locator else ()
                 for reason, reason_id in reasons:
                     line = line_for(locator, reason, selection, layers)
-                    key = (category, entry.recipe, reason_id, line)
+                    key = (category, entry.recipe, reason_id, line, secondary)
                     result = self.results.get(key)
                     if result is None:
                         result = self.results[key] = _Result(
-                            reason.code, reason, entry.recipe, line, selection, category=category
+                            reason.code,
+                            reason,
+                            entry.recipe,
+                            line,
+                            selection,
+                            category=category,
+                            secondary=secondary and reason.code != ReasonCode.UNREACHABLE,
                         )
                     result.count += 1
                     if entry.declared_by:
@@ -334,7 +352,7 @@ def _item(report: AuditReport, result: _Result) -> dict[str, Any]:
     item: dict[str, Any] = {
         "ruleId": str(result.code),
         "ruleIndex": list(ReasonCode).index(result.code),
-        "level": "note" if result.code in _NOTE else "warning",
+        "level": "note" if result.code in _NOTE or result.secondary else "warning",
         "message": {"text": _message(result)},
         "locations": [_location(report, result.recipe, result.line)],
         "partialFingerprints": {"provenanceReason/v1": fingerprint},

@@ -100,6 +100,10 @@ REASON_TEXT: dict[ReasonCode, dict[Lang, str]] = {
         "en": "no evidence in scope",
         "zh": "该范围内没有任何基准证据",
     },
+    ReasonCode.UNREACHABLE: {
+        "en": "no recipe edit reaches the evidence: its deployment shapes cannot be expressed",
+        "zh": "任何配方修改都无法达到证据：其部署形态无法用配方表达",
+    },
     ReasonCode.FLAG_UNEVIDENCED: {
         "en": "flag never benchmarked in scope",
         "zh": "该参数在此范围内从未经过基准测试",
@@ -134,8 +138,10 @@ MAX_EVIDENCE_CHARS_PER_LANGUAGE = 20_000
 MAX_REASONS_PER_GROUP = 6
 
 #: Reasons a reviewer must read first: a value the evidence contradicts, then a flag no
-#: evidence ever set, then shape and co-occurrence problems; frequency breaks ties.
+#: evidence ever set, then shape and co-occurrence problems; frequency breaks ties. An
+#: unreachable combination says so first.
 REASON_PRIORITY: dict[ReasonCode, int] = {
+    ReasonCode.UNREACHABLE: -1,  # no flag fix helps: the other reasons are secondary
     ReasonCode.VALUE_MISMATCH: 0,
     ReasonCode.FLAG_UNEVIDENCED: 1,
     ReasonCode.TOPOLOGY_MISMATCH: 2,

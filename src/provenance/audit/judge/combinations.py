@@ -12,11 +12,12 @@ judgements, outcomes) against one evidence index.
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 from provenance.audit.index import EvidenceIndex, IndexedRecord
+from provenance.audit.judge.reachability import unreachable_reason
 from provenance.audit.judge.reasons import ordered, prs_of
 from provenance.audit.judge.role_index import RoleIndex, Signatures, evidence_ref, tie_break
 from provenance.audit.judge.roles import (
@@ -65,9 +66,17 @@ class Outcome:
 class Judge:
     """Memoised judgements against one evidence graph."""
 
-    def __init__(self, graph: EvidenceIndex, classify: ClassifyFn) -> None:
+    def __init__(
+        self,
+        graph: EvidenceIndex,
+        classify: ClassifyFn,
+        gpus_per_node: Mapping[str, int] | None = None,
+    ) -> None:
         self.graph = graph
         self.classify = classify
+        #: hardware id -> GPUs per node (the recipes taxonomy), for reachability
+        self.gpus_per_node = gpus_per_node or {}
+        self._unreachable: dict[tuple[str, str, DeploymentKind], Reason | None] = {}
         self._candidates: dict[tuple[str, str, DeploymentKind], list[IndexedRecord]] = {}
         self._any_kind: dict[tuple[str, str], dict[tuple[str, FlagSet], list[IndexedRecord]]] = {}
         self._indexes: dict[tuple[str, str, DeploymentKind, str], RoleIndex] = {}
@@ -239,6 +248,10 @@ class Judge:
                     )
         if not evidence:
             reasons.extend(self._other_kind_reasons(key, role_flags))
+            if judgements:
+                unreachable = self.unreachable(model_id, hardware, kind)
+                if unreachable is not None:
+                    reasons.append(unreachable)
         verdict = VerdictKind.RECOMMENDED if evidence else VerdictKind.GUIDE_ONLY
         if (
             verdict is VerdictKind.GUIDE_ONLY
@@ -256,6 +269,18 @@ class Judge:
             role_flags=role_flags,
             judgements=tuple(judgements),
         )
+
+    def unreachable(self, model_id: str, hardware: str, kind: DeploymentKind) -> Reason | None:
+        """The ``unreachable`` reason of this scope's guide-only combinations, if no
+        in-scope evidence point has a shape the schema can express (once per scope)."""
+        key = (model_id, hardware, kind)
+        if key not in self._unreachable:
+            self._unreachable[key] = unreachable_reason(
+                self.candidates(model_id, hardware, kind),
+                kind,
+                self.gpus_per_node.get(hardware.lower()),
+            )
+        return self._unreachable[key]
 
     def _judge_without_evidence(
         self, key: CombinationKey, role_flags: tuple[tuple[str, FlagSet], ...]

@@ -15,7 +15,7 @@ original audit, one by one:
 
 Distance counts only towards evidence an edit could reach: a combination whose nearest
 evidence point has a deployment shape the recipe cannot render
-(:func:`~provenance.audit.reverse.expressibility_problems`, e.g. a prefill engine on 2
+(:func:`~provenance.audit.judge.reachability.expressibility_problems`, e.g. a prefill engine on 2
 GPUs where pd_cluster pools are whole nodes) is neither worse nor better, before or
 after: moving towards or away from a point no recipe edit can match changes nothing the
 author can act on.
@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict
 
 from provenance.audit.index import EvidenceIndex
 from provenance.audit.pipeline import AuditFilters, AuditInputs, EvidenceCache, run_audit
-from provenance.audit.reverse import expressibility_problems
+from provenance.audit.judge.reachability import expressibility_problems
 from provenance.audit.verdicts import AuditReport, SelectionSet, VerdictEntry
 from provenance.model.reasons import VerdictKind
 from provenance.normalise.policy import POLICY_FILES
