@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from provenance.audit.declarations import DeclarationMatcher
+from provenance.audit.judge.reachability import expressibility_problems, pool_mode
 from provenance.audit.normaliser import PolicyNormaliser
 from provenance.audit.pipeline import RecipeInput, audit
-from provenance.audit.judge.reachability import expressibility_problems, pool_mode
 from provenance.errors import ProvenanceError
 from provenance.model.combination import Selection
 from provenance.model.ledger import Declaration, Declarations, SelectionPattern

@@ -63,6 +63,7 @@ def _near(record: str, key: str, **diff: dict[str, str]) -> NearestEvidence:
 
 NO_EVIDENCE = (Reason(code=ReasonCode.NO_EVIDENCE),)
 UNEVIDENCED = (Reason(code=ReasonCode.FLAG_UNEVIDENCED, role="serve", flag="x", recipe_value="1"),)
+UNREACHABLE = Reason(code=ReasonCode.UNREACHABLE, detail="every point: 2 prefill workers")
 
 
 def make(verdicts: list[VerdictEntry], **fields: object) -> AuditReport:
@@ -92,7 +93,7 @@ def sample() -> AuditReport:
             "fp4",
             "b300",
             "pd_cluster",
-            UNEVIDENCED,
+            (UNREACHABLE, *UNEVIDENCED),
             (_near(FAR, "fp4-b300-disagg", only_evidence={"y": "2"}),),
         ),
     ]
@@ -116,7 +117,7 @@ def test_groups_fall_into_the_summary_sections() -> None:
     assert parts.actionable[0].top_nearest() == ("fp4-b200 [o/r#7]: serve +x=1", 1)
     [(row, why)] = parts.unreachable
     assert (row.variant, row.hardware, row.strategy) == ("fp4", "b300", "pd_cluster")
-    assert why.endswith("not expressible by the recipe schema: 2 prefill workers")
+    assert why == "every point: 2 prefill workers"
     lines = [(u.variant, u.hardware, u.strategies, u.combinations) for u in parts.unbenchmarked]
     assert lines == [
         ("bf16", "h100", ("single_node_tp", "pd_cluster"), 2),
@@ -125,11 +126,27 @@ def test_groups_fall_into_the_summary_sections() -> None:
     assert parts.backed == []
 
 
-def test_an_unreachable_reason_decides_the_group() -> None:
-    reason = Reason(code=ReasonCode.TOPOLOGY_MISMATCH, role="prefill")
-    report = make([_guide("fp4", "b300", "pd_cluster", (reason,))])
-    [(_, why)] = sections(report).unreachable
-    assert why == "the flags match only evidence of another deployment shape"
+def test_only_the_unreachable_reason_decides_the_group() -> None:
+    """Not the old heuristics: a topology mismatch, or nearest evidence the reverse
+    direction calls not-expressible, leaves a group actionable; so does one cell of the
+    group without ``unreachable``. No evidence in scope (a match of another kind only) is
+    unbenchmarked."""
+    topology = Reason(code=ReasonCode.TOPOLOGY_MISMATCH, role="prefill")
+    far = (_near(FAR, "fp4-b300-disagg", only_evidence={"y": "2"}),)
+    report = make(
+        [
+            _guide("fp4", "b300", "pd_cluster", (topology,)),
+            _guide("fp4", "b200", "pd_cluster", UNEVIDENCED, far),
+            _guide("fp4", "gb200", "pd_cluster", (UNREACHABLE, *UNEVIDENCED), far),
+            _guide("fp4", "gb200", "pd_cluster", UNEVIDENCED, far),
+            _guide("fp4", "h100", "pd_cluster", (*NO_EVIDENCE, topology)),
+        ],
+        reverse=sample().reverse,
+    )
+    parts = sections(report)
+    assert parts.unreachable == []
+    assert {r.hardware for r in parts.actionable} == {"b300", "b200", "gb200"}
+    assert [u.hardware for u in parts.unbenchmarked] == ["h100"]
 
 
 def test_reverse_rows_that_read_the_same_are_merged() -> None:

@@ -35,6 +35,7 @@ from provenance.model.scope import (
     shape_matches,
 )
 
+
 def _record_roles(record: IndexedRecord) -> tuple[EvidenceRoleFlags, ...]:
     return tuple(
         (role, (flags,))

@@ -36,8 +36,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from provenance.audit.index import EvidenceIndex
-from provenance.audit.pipeline import AuditFilters, AuditInputs, EvidenceCache, run_audit
 from provenance.audit.judge.reachability import expressibility_problems
+from provenance.audit.pipeline import AuditFilters, AuditInputs, EvidenceCache, run_audit
 from provenance.audit.verdicts import AuditReport, SelectionSet, VerdictEntry
 from provenance.model.reasons import VerdictKind
 from provenance.normalise.policy import POLICY_FILES

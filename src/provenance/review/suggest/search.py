@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from provenance.audit.index import EvidenceIndex, IndexedRecord
-from provenance.audit.judge.roles import with_compared_defaults
 from provenance.audit.judge.reachability import expressibility_problems
+from provenance.audit.judge.roles import with_compared_defaults
 from provenance.audit.verdicts import AuditReport, VerdictEntry
 from provenance.model.flags import FlagSet
 from provenance.model.reasons import ReasonCode, VerdictKind
