@@ -246,9 +246,11 @@ def test_without_a_token_recorded_runs_are_still_scoped(ledger_root: Path) -> No
     ledger.merge_entry(LedgerEntry(pr=PR_2120, records=(ran_id, other_id), sweeps=(hand,)))
     asked: list[str] = []
 
-    def scope(entry: LedgerEntry, run: SweepRun) -> tuple[str, ...]:
+    ran = [ran_id]
+
+    def scope(entry: LedgerEntry, run: SweepRun) -> SweepRun:
         asked.append(run.head_sha)
-        return (ran_id,)
+        return run.model_copy(update={"scoped": True, "ran": tuple(ran)})
 
     offline = GitHubUnavailable(reason="no GITHUB_TOKEN")
     report = ingest_sweeps(ledger_root, [], offline, scope=scope)
@@ -264,6 +266,14 @@ def test_without_a_token_recorded_runs_are_still_scoped(ledger_root: Path) -> No
     again = ingest_sweeps(ledger_root, [], offline, scope=scope)
     assert [o.changed for o in again.outcomes] == [False, False]
     assert snapshot(ledger_root) == before
+    # scoping is derived from the checkout: a run scoped before is scoped again
+    ran[:] = [ran_id, other_id]
+    rescoped = ingest_sweeps(ledger_root, [], offline, scope=scope)
+    assert [o.changed for o in rescoped.outcomes] == [True, False]
+    entry = ledger.entry(PR_2120)
+    assert entry is not None
+    (run,) = entry.sweeps
+    assert (run.ran, run.source, run.recorded) == ((ran_id, other_id), "review-thread", TODAY)
 
 
 def test_a_failure_part_way_leaves_the_ledger_untouched(

@@ -70,7 +70,8 @@ def run_sweeps(options: SweepsOptions) -> int:
     default=None,
     metavar="PATH",
     help="InferenceX git checkout (bare or not): record which records each run's head "
-    "ran (their files' content at the head SHA); a run validates only those.",
+    "ran (their files' content, else their re-extracted content, at the head SHA); "
+    "a run validates only those.",
 )
 @click.option(
     "--token-env",

@@ -310,15 +310,15 @@ def ingest_sweeps(
     *,
     today: dt.date | None = None,
     lock_timeout: float = 10.0,
-    scope: Callable[[LedgerEntry, SweepRun], tuple[str, ...]] | None = None,
+    scope: Callable[[LedgerEntry, SweepRun], SweepRun] | None = None,
 ) -> SweepIngestReport:
     """Record the green sweep runs of ``prs`` (default: every ledger PR) in the ledger.
 
     Everything is read from the API first; the ledger is written only once every read
     has succeeded (under the writer lock, through ``Ledger.merge_entry``). With
-    ``scope`` (the records of an entry a run's head ran, from an InferenceX
-    checkout), each run records them (``SweepRun.ran``) and validates only those;
-    a run already recorded without them gets them.
+    ``scope`` (a run scoped to the records of an entry its head ran, from an
+    InferenceX checkout), each run records them (``SweepRun.ran``) and validates
+    only those; a run already recorded gets them, checked again.
     """
     ledger = Ledger(ledger_root)
     entries = {entry.pr: entry for entry in ledger.entries()}
@@ -346,9 +346,7 @@ def ingest_sweeps(
             fresh = sweeps.sweep_runs(recorded)
             current = ledger.entry(sweeps.pr) or entries[sweeps.pr]
             if scope is not None:
-                fresh = tuple(
-                    s.model_copy(update={"scoped": True, "ran": scope(current, s)}) for s in fresh
-                )
+                fresh = tuple(scope(current, s) for s in fresh)
             known = {(s.run_id, s.attempt): s for s in current.sweeps}
             added = tuple(
                 (s.run_id, s.attempt) for s in fresh if (s.run_id, s.attempt) not in known
@@ -356,7 +354,7 @@ def ingest_sweeps(
             scoped_now = any(
                 s.scoped
                 and (old := known.get((s.run_id, s.attempt))) is not None
-                and not old.scoped
+                and old.scope() != s.scope()
                 for s in fresh
             )
             changed = False
@@ -378,13 +376,14 @@ def ingest_sweeps(
 def _scope_recorded(
     ledger: Ledger,
     targets: Sequence[PrRef],
-    scope: Callable[[LedgerEntry, SweepRun], tuple[str, ...]],
+    scope: Callable[[LedgerEntry, SweepRun], SweepRun],
     lock_timeout: float,
 ) -> tuple[EntryOutcome, ...]:
     """Scope the runs the ledger already records (by hand or before) without the API.
 
     A run's facts (head SHA) are in the ledger, so which records its head ran needs only
-    the InferenceX checkout; every run not yet scoped gets ``scoped``/``ran``.
+    the InferenceX checkout; every run is scoped again (``scoped``, ``ran``, ``equivalent``,
+    ``not_ran``), and an entry is written only when that changes.
     """
     outcomes = []
     with writer_lock(ledger.root, timeout=lock_timeout):
@@ -392,11 +391,8 @@ def _scope_recorded(
             current = ledger.entry(pr)
             if current is None:
                 continue
-            fresh = tuple(
-                s.model_copy(update={"scoped": True, "ran": scope(current, s)})
-                for s in current.sweeps
-                if not s.scoped
-            )
+            rescoped = ((scope(current, s), s) for s in current.sweeps)
+            fresh = tuple(new for new, old in rescoped if new.scope() != old.scope())
             changed = bool(fresh) and ledger.merge_entry(
                 LedgerEntry(pr=pr, sweeps=fresh, sources=current.sources)
             )

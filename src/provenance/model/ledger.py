@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
@@ -103,6 +103,19 @@ class EvalScore(BaseModel):
     source: str
 
 
+class RecordScope(BaseModel):
+    """How a scoped sweep run stands to one record of its entry whose files differ at
+    the run's head: proven to have run it anyway (no ``reason``), or not (``reason``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    record: str
+    #: the record's files whose content at the head is not the record's (blob or entry text)
+    differing: tuple[str, ...] = ()
+    #: why the run did not run the record; empty when re-extraction proved it did
+    reason: str = ""
+
+
 class SweepRun(BaseModel):
     """One CI sweep run that validated the PR's configs."""
 
@@ -121,9 +134,14 @@ class SweepRun(BaseModel):
     #: recorded without one, or before the check existed) validates every record of
     #: the entry.
     scoped: Literal[True] | None = None
-    #: The records this run's head ran: every file of theirs has at ``head_sha`` the content
-    #: it has at the record's commit (``evidence.inferencex.sweep_scope``).
+    #: The records this run's head ran (``evidence.inferencex.sweep_scope``): every file of
+    #: theirs has at ``head_sha`` the content it has at the record's commit, or re-extracting
+    #: the record's config key at ``head_sha`` gives the same determining content.
     ran: tuple[str, ...] = ()
+    #: Records in ``ran`` although some of their files differ at the head (re-extracted).
+    equivalent: tuple[RecordScope, ...] = ()
+    #: Records of the entry the run did not run, each with the reason.
+    not_ran: tuple[RecordScope, ...] = ()
     #: Successful benchmark / eval jobs (check-runs) of the run, when counted via the API.
     benchmark_jobs: int | None = Field(default=None, ge=0)
     eval_jobs: int | None = Field(default=None, ge=0)
@@ -131,6 +149,15 @@ class SweepRun(BaseModel):
     @property
     def green(self) -> bool:
         return self.conclusion == "success"
+
+    def scope(self) -> dict[str, Any]:
+        """The fields derived by scoping against a checkout (not facts of the run)."""
+        return {
+            "scoped": self.scoped,
+            "ran": self.ran,
+            "equivalent": self.equivalent,
+            "not_ran": self.not_ran,
+        }
 
 
 class LedgerEntry(BaseModel):

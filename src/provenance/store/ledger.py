@@ -176,8 +176,9 @@ def merge_entries(old: LedgerEntry, new: LedgerEntry) -> LedgerEntry:
 
     Sets (config keys, files, records, sources) are unions in first-seen
     order. Sweeps are keyed by (run id, attempt); an already recorded sweep
-    (possibly by hand) is kept as it is — except that the records its head ran
-    (``ran``) are added when it had none checked — and new runs are appended. Scalars take
+    (possibly by hand) is kept as it is — except that a scoped ``new`` run replaces what
+    was derived by scoping (``SweepRun.scope``: which records its head ran), never the
+    run's facts — and new runs are appended. Scalars take
     the new value when it is set; hand-written notes are kept.
     """
     if old.pr != new.pr:
@@ -191,9 +192,9 @@ def merge_entries(old: LedgerEntry, new: LedgerEntry) -> LedgerEntry:
             sweeps.append(sweep)
             continue
         recorded = sweeps[known_runs[run]]
-        if sweep.scoped and not recorded.scoped:
+        if sweep.scoped and sweep.scope() != recorded.scope():
             # the records the run's head ran, checked now: the recorded facts stay
-            sweeps[known_runs[run]] = recorded.model_copy(update={"scoped": True, "ran": sweep.ran})
+            sweeps[known_runs[run]] = recorded.model_copy(update=sweep.scope())
     return old.model_copy(
         update={
             "title": new.title or old.title,

@@ -896,6 +896,43 @@ def _ingest_commit(
     return records, entries_out
 
 
+@dataclass(frozen=True, slots=True)
+class KeyExtraction:
+    """What ingest's extractor builds for one config key at one commit, before
+    attribution: the records (without ``history``), the points it skipped and why,
+    and the problems it met."""
+
+    records: tuple[EvidenceRecord, ...]
+    skipped: tuple[SkipCount, ...]
+    warnings: tuple[str, ...]
+
+
+def extract_key(repo: Repo, commit: Commit, config_key: str) -> KeyExtraction:
+    """The records of ``config_key`` at ``commit``, by the extractor ingest uses.
+
+    No attribution: nothing walks history, so ``commit`` need not be on any branch
+    the repository's history reaches (a PR head does). Objects the repository lacks
+    raise :class:`~provenance.sources.git.MissingObjectError`.
+    """
+    snapshot = Snapshot(repo, commit)
+    summary = IngestSummary()
+
+    def only(key: str, _raw: Any) -> bool:
+        return key == config_key
+
+    def prefilter(key: str, _prefix: str | None) -> bool:
+        return key == config_key
+
+    masters = load_master_configs(snapshot, wanted=only, prefilter=prefilter)
+    extraction = _Extractor(snapshot, summary, None).run(list(masters.entries))
+    records = tuple(d.record for d in _collapse(extraction.drafts))
+    return KeyExtraction(
+        records=records,
+        skipped=tuple(summary.skipped),
+        warnings=(*masters.warnings, *summary.warnings),
+    )
+
+
 def _finish(summary: IngestSummary, records: list[EvidenceRecord]) -> None:
     summary.records = len(records)
     summary.partial_records = sum(1 for r in records if r.partial)

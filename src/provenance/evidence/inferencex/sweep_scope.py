@@ -1,8 +1,9 @@
 """Which records a sweep run actually ran: their content at the run's head commit.
 
 A sweep found for a PR ran the PR's head commit, not the merge commit and not a
-later revision. It validates a record only when every file the record was built
-from has, at the swept head, the content it has at the record's commit:
+later revision. It validates a record only when the head holds what determines
+the record. First, by the record's files (the fast path): each has, at the swept
+head, the content it has at the record's commit:
 
 * a launcher, srt-slurm recipe or runner launcher: the same blob SHA at the same path;
 * a master config: the record's config key has, in some master config at the head
@@ -10,19 +11,36 @@ from has, at the swept head, the content it has at the record's commit:
   blank lines ignored, :func:`~provenance.evidence.inferencex.blocks.key_blocks`):
   the whole master file changes with every other key, the entry does not.
 
+When a file differs, the record's config key is extracted again at the head by the
+extractor ingest uses (:func:`~provenance.evidence.inferencex.ingest.extract_key`)
+and the record's *determining content* — everything but its id, source (commit,
+files, blob SHAs), history and workloads — is compared with that of the head's
+records: the run ran the record when head records with equal content and no
+partial marker cover every one of its workloads (a file that changed without
+changing what the benchmark ran, e.g. a runner launcher edit elsewhere). The
+differing files are kept on the run (``SweepRun.equivalent``). Otherwise the run
+did not run the record, and ``SweepRun.not_ran`` says why: the content that
+differs, the points the head lacks, or why the head could not be read (objects
+missing, a partial or skipped extraction). Nothing is guessed.
+
 A head the repository does not have ran nothing that can be shown.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from provenance.errors import InputError
 from provenance.evidence.inferencex.blocks import key_blocks, master_files_at
-from provenance.model.ledger import LedgerEntry, SweepRun
-from provenance.model.record import EvidenceRecord
+from provenance.evidence.inferencex.ingest import KeyExtraction, extract_key
+from provenance.model.ledger import LedgerEntry, RecordScope, SweepRun
+from provenance.model.record import EvidenceRecord, WorkloadPoint, canonical_json
 from provenance.sources.git import (
     Commit,
+    MissingObjectError,
     Repo,
     commit_or_none,
     is_blob,
@@ -31,6 +49,31 @@ from provenance.sources.git import (
     tree_entry,
 )
 from provenance.store.evidence import EvidenceStore
+
+#: Record fields that say where a record came from, not what the benchmark ran.
+_PROVENANCE = ("id", "source", "history", "workloads", "partial")
+
+
+@dataclass(frozen=True, slots=True)
+class RunScope:
+    """The records of an entry a head ran (sorted), and notes on those whose files differ."""
+
+    ran: tuple[str, ...]
+    equivalent: tuple[RecordScope, ...]
+    not_ran: tuple[RecordScope, ...]
+
+
+def determining_content(record: EvidenceRecord) -> dict[str, Any]:
+    """What determines ``record`` apart from its workloads: served flags and env per role,
+    image, topology, checkpoint, hardware, runner, precision, framework, config key."""
+    data = record.content()
+    for name in _PROVENANCE:
+        data.pop(name, None)
+    return data
+
+
+def _workload_key(point: WorkloadPoint) -> bytes:
+    return canonical_json(point.model_dump(mode="json"))
 
 
 def _entry_digests(repo: Repo, commit: Commit, path: str, key: str) -> set[str]:
@@ -41,48 +84,150 @@ def _entry_digests(repo: Repo, commit: Commit, path: str, key: str) -> set[str]:
     return set(key_blocks(text).get(key, []))
 
 
-def records_run_at(repo: Repo, head: str, records: Iterable[EvidenceRecord]) -> tuple[str, ...]:
-    """The ids of ``records`` whose content the commit ``head`` holds (sorted)."""
+class _Head:
+    """One swept head: its master-config entries' text and its re-extracted config keys."""
+
+    def __init__(self, repo: Repo, commit: Commit) -> None:
+        self.repo = repo
+        self.commit = commit
+        self._masters: dict[str, set[str]] | None = None
+        self._keys: dict[str, KeyExtraction | str] = {}
+
+    def entry_digests(self, key: str) -> set[str]:
+        if self._masters is None:
+            self._masters = {}
+            for blob in master_files_at(self.commit).values():
+                text = read_object(self.repo, bytes.fromhex(blob)).decode("utf-8", "replace")
+                for name, digests in key_blocks(text).items():
+                    self._masters.setdefault(name, set()).update(digests)
+        return self._masters.get(key, set())
+
+    def differing(self, source: Commit, record: EvidenceRecord) -> list[str]:
+        """The record's files whose content at the head is not the record's."""
+        found = []
+        for file in record.source.files:
+            if file.kind == "master-config":
+                wanted = _entry_digests(self.repo, source, file.path, record.config_key)
+                same = bool(wanted) and wanted <= self.entry_digests(record.config_key)
+            else:
+                entry = tree_entry(self.repo, self.commit.tree, file.path)
+                same = entry is not None and is_blob(entry) and entry.hexsha == file.blob_sha
+            if not same:
+                found.append(file.path)
+        return found
+
+    def extraction(self, key: str) -> KeyExtraction | str:
+        """``key`` extracted at the head, or why it could not be."""
+        if key not in self._keys:
+            try:
+                self._keys[key] = extract_key(self.repo, self.commit, key)
+            except MissingObjectError as exc:
+                self._keys[key] = f"objects missing at the head ({exc.message})"
+            except InputError as exc:
+                self._keys[key] = f"the head could not be read ({exc.message})"
+        return self._keys[key]
+
+
+def _differences(record: EvidenceRecord, other: EvidenceRecord) -> list[str]:
+    """The determining fields of ``other`` that differ from ``record``'s (flags by key)."""
+    mine, theirs = determining_content(record), determining_content(other)
+    named = []
+    for name in sorted(set(mine) | set(theirs)):
+        if mine.get(name) == theirs.get(name):
+            continue
+        if name == "roles":
+            for role in sorted(set(record.roles) | set(other.roles)):
+                a, b = record.roles.get(role), other.roles.get(role)
+                if a is None or b is None:
+                    named.append(f"role {role}")
+                elif a != b:
+                    keys = sorted({*a.diff(b).only_left, *a.diff(b).only_right, *a.diff(b).changed})
+                    named.append(f"{role} flags {', '.join(keys)}")
+        else:
+            named.append(name)
+    return named
+
+
+def _judge(record: EvidenceRecord, found: KeyExtraction | str) -> str:
+    """Why the head's re-extraction does not show that it ran ``record`` ("" if it does)."""
+    if isinstance(found, str):
+        return found
+    if record.partial:
+        return "the record is partial: its flags are not all known, so no change is provably none"
+    if not found.records:
+        skipped = sorted({item.code for item in found.skipped})
+        if skipped:
+            return f"re-extraction at the head skipped the key's points ({', '.join(skipped)})"
+        problem = f" ({found.warnings[0]})" if found.warnings else ""
+        return f"the head has no record for config key {record.config_key}{problem}"
+    content = determining_content(record)
+    same = [r for r in found.records if determining_content(r) == content]
+    if not same:
+        nearest = min(found.records, key=lambda r: len(_differences(record, r)))
+        return "re-extracted at the head, it differs: " + "; ".join(_differences(record, nearest))
+    if any(r.partial for r in same):
+        return "re-extraction at the head is partial: the content cannot be shown equal"
+    covered = {_workload_key(w) for r in same for w in r.workloads}
+    missing = sum(1 for w in record.workloads if _workload_key(w) not in covered)
+    if missing:
+        total = len(record.workloads)
+        return f"the head's search space lacks {missing} of the record's {total} points"
+    return ""
+
+
+def scope_run(repo: Repo, head: str, records: Iterable[EvidenceRecord]) -> RunScope:
+    """Which of ``records`` the commit ``head`` ran, and why not for the others."""
+    records = list(records)
     at_head = commit_or_none(repo, head)
     if at_head is None:
-        return ()
-    masters: dict[str, set[str]] | None = None
+        reason = f"the head {head} is not in the repository"
+        return RunScope((), (), tuple(RecordScope(record=r.id, reason=reason) for r in records))
+    swept = _Head(repo, at_head)
     ran: list[str] = []
+    equivalent: list[RecordScope] = []
+    not_ran: list[RecordScope] = []
     for record in records:
         source = commit_or_none(repo, record.source.commit)
         if source is None:
+            reason = f"the record's commit {record.source.commit} is not in the repository"
+            not_ran.append(RecordScope(record=record.id, reason=reason))
             continue
-        same = True
-        for file in record.source.files:
-            if file.kind == "master-config":
-                if masters is None:
-                    masters = {}
-                    for blob in master_files_at(at_head).values():
-                        text = read_object(repo, bytes.fromhex(blob)).decode("utf-8", "replace")
-                        for key, digests in key_blocks(text).items():
-                            masters.setdefault(key, set()).update(digests)
-                wanted = _entry_digests(repo, source, file.path, record.config_key)
-                same = bool(wanted) and wanted <= masters.get(record.config_key, set())
-            else:
-                entry = tree_entry(repo, at_head.tree, file.path)
-                same = entry is not None and is_blob(entry) and entry.hexsha == file.blob_sha
-            if not same:
-                break
-        if same:
+        differing = tuple(swept.differing(source, record))
+        if not differing:
             ran.append(record.id)
-    return tuple(sorted(ran))
+            continue
+        reason = _judge(record, swept.extraction(record.config_key))
+        note = RecordScope(record=record.id, differing=differing, reason=reason)
+        if reason:
+            not_ran.append(note)
+        else:
+            ran.append(record.id)
+            equivalent.append(note)
+
+    def by_record(notes: list[RecordScope]) -> tuple[RecordScope, ...]:
+        return tuple(sorted(notes, key=lambda n: n.record))
+
+    return RunScope(tuple(sorted(ran)), by_record(equivalent), by_record(not_ran))
 
 
 def sweep_scope(
     repo_path: Path, evidence_root: Path
-) -> Callable[[LedgerEntry, SweepRun], tuple[str, ...]]:
-    """``scope(entry, run)``: the records of ``entry`` that ``run``'s head ran (from the
-    InferenceX checkout at ``repo_path`` and the records in ``evidence_root``)."""
+) -> Callable[[LedgerEntry, SweepRun], SweepRun]:
+    """``scope(entry, run)``: ``run`` scoped to the records of ``entry`` its head ran (from
+    the InferenceX checkout at ``repo_path`` and the records in ``evidence_root``)."""
     repo = open_repo(repo_path)
     store = EvidenceStore(evidence_root)
 
-    def scope(entry: LedgerEntry, run: SweepRun) -> tuple[str, ...]:
+    def scope(entry: LedgerEntry, run: SweepRun) -> SweepRun:
         records = [store.get(record_id) for record_id in entry.records]
-        return records_run_at(repo, run.head_sha, records)
+        found = scope_run(repo, run.head_sha, records)
+        return run.model_copy(
+            update={
+                "scoped": True,
+                "ran": found.ran,
+                "equivalent": found.equivalent,
+                "not_ran": found.not_ran,
+            }
+        )
 
     return scope
