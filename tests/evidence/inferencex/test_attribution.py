@@ -159,6 +159,36 @@ def test_deprecating_other_scenarios_credits_neither_kept_nor_archived_points(
     assert extract(builder.root, "HEAD", None, None, [2]).records == []
 
 
+def test_an_archive_moved_out_of_dot_github_keeps_its_backing_pr(
+    make_repo: Callable[[], RepoBuilder],
+) -> None:
+    """InferenceX#1874 archived MiniMax-M2.5 into ``.github/configs/deprecated``; #1992
+    moved that directory to ``configs/deprecated``. Neither backs the archived points."""
+    builder = make_repo()
+    _base(builder, LEGACY_MASTER)
+    legacy_archive = ".github/configs/deprecated/toy-master.yaml"
+    builder.commit(
+        "Deprecate toy configs (#2)",
+        {LEGACY_MASTER: "# nothing left\n", legacy_archive: MASTER_SINGLE + "\n" + MASTER_DISAGG},
+    )
+    builder.commit(
+        "Move configs to the root (#3)",
+        {},
+        renames={legacy_archive: "configs/deprecated/toy-master.yaml"},
+    )
+    result = extract(builder.root, "HEAD", None, None, [])
+    links = backing_prs(result)
+    single = _single(result)
+    assert single and all(links[r.id] == {1} for r in single)
+    for record in single:
+        assert [(m.kind, m.pr) for m in record.history if m.file_kind == "master-config"] == [
+            ("moved", 3),
+            ("deprecated", 2),
+        ]
+    for number in (2, 3):
+        assert extract(builder.root, "HEAD", None, None, [number]).records == []
+
+
 def test_a_changed_image_is_a_content_change(make_repo: Callable[[], RepoBuilder]) -> None:
     """The control: what a record runs changed, so the change backs it."""
     builder = make_repo()
@@ -272,3 +302,15 @@ def test_mirror_minimax_m3_credits_no_move_or_deprecation() -> None:
                 assert {p.path for p in newest.after} & files
     for number, kind in MOVE_ONLY_PRS.items():
         assert kind in seen.get(number, set()), number
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not MIRROR.is_dir(), reason="no InferenceX mirror on this machine")
+def test_mirror_move_of_the_legacy_archive_backs_no_minimax_m25_record() -> None:
+    """#1992 moved ``.github/configs/deprecated`` (MiniMax-M2.5's archive) unchanged."""
+    repo = open_repo(MIRROR)
+    try:
+        resolve_commit(repo, "843c6254f")
+    except UsageError:
+        pytest.skip("the mirror does not have InferenceX 843c6254f")
+    assert extract(MIRROR, "843c6254f", "minimaxm2.5", None, [1992]).records == []

@@ -203,6 +203,63 @@ def test_text_prefilter_keeps_lines_and_entries(make_repo: Callable[[], RepoBuil
     assert none.entries == () and none.warnings == ()
 
 
+def test_text_prefilter_blanks_an_entry_through_a_column_zero_comment() -> None:
+    """A comment in column 0 inside a rejected entry does not end it (InferenceX's
+    nvidia-master.yaml has such comments between search-space items): the indented
+    rest of the entry is blanked too, so it cannot attach to the kept entry before."""
+    rejected = LEGACY.replace("    search-space:\n", "    search-space:\n# P: 1xTP1 D:4xTP2\n")
+    text = SINGLE + rejected
+    narrowed = narrow_text(text, lambda key, prefix: prefix == "toy")
+    assert narrowed is not None and "conc-end: 16" not in narrowed
+    full = load_yaml_text(text, "m.yaml").data
+    assert load_yaml_text(narrowed, "m.yaml").data == {
+        "toy-fp4-b300-vllm": full["toy-fp4-b300-vllm"]
+    }
+
+
+_ENTRY_LINES = st.lists(
+    st.sampled_from(["  - x", "  - {c: 2}", "", "# note", "#", "  # indented"]),
+    max_size=6,
+)
+
+
+@settings(max_examples=200)
+@given(st.lists(st.tuples(st.booleans(), _ENTRY_LINES), min_size=1, max_size=5))
+def test_text_prefilter_keeps_kept_entries_exactly(entries: list[tuple[bool, list[str]]]) -> None:
+    """Property: the narrowed text parses to the full text's kept entries, nothing else."""
+    lines: list[str] = []
+    kept: set[str] = set()
+    for number, (keep, body) in enumerate(entries):
+        key = f"k{number}"
+        lines.append(f"{key}:")
+        lines.extend(["  b:", *body])
+        if keep:
+            kept.add(key)
+    text = "\n".join(lines) + "\n"
+    narrowed = narrow_text(text, lambda key, _prefix: key in kept)
+    full = load_yaml_text(text, "m.yaml").data
+    got = full if narrowed is None else load_yaml_text(narrowed, "m.yaml").data or {}
+    assert {k: v for k, v in got.items() if k in kept} == {k: full[k] for k in kept}
+    assert set(got) == kept or narrowed is None
+
+
+def test_legacy_archive_directory_is_read(make_repo: Callable[[], RepoBuilder]) -> None:
+    """Before InferenceX#1992, archived masters lived in ``.github/configs/deprecated``."""
+    builder = make_repo()
+    builder.commit(
+        "archive (#1)",
+        {
+            ".github/configs/nvidia-master.yaml": SINGLE,
+            ".github/configs/deprecated/nvidia-old-master.yaml": LEGACY,
+        },
+    )
+    masters = load_master_configs(_snapshot(builder))
+    archived = masters.by_key("old-fp8-h200-sglang")[0]
+    assert archived.archived
+    assert archived.path == ".github/configs/deprecated/nvidia-old-master.yaml"
+    assert master.is_master_path(archived.path) and not master.is_master_path("configs/x.yaml")
+
+
 def test_reused_file_results_equal_a_fresh_read(
     make_repo: Callable[[], RepoBuilder], monkeypatch: pytest.MonkeyPatch
 ) -> None:

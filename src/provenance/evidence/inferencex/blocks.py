@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from provenance.evidence.inferencex.master import (
     ACTIVE_MASTER_PATHS,
-    DEPRECATED_MASTER_DIR,
+    DEPRECATED_MASTER_DIRS,
     LEGACY_MASTER_PATHS,
 )
 from provenance.evidence.inferencex.snapshot import ParsedObjects
@@ -39,9 +39,10 @@ def master_files_at(commit: Commit) -> dict[str, str]:
         entry = tree_entry(commit.repo, commit.tree, path)
         if entry is not None and is_blob(entry):
             found[path] = str(entry.hexsha)
-    for blob in iter_blobs(commit, DEPRECATED_MASTER_DIR):
-        if blob.name.endswith(".yaml"):
-            found[str(blob.path)] = str(blob.hexsha)
+    for folder in DEPRECATED_MASTER_DIRS:
+        for blob in iter_blobs(commit, folder):
+            if blob.name.endswith(".yaml"):
+                found[str(blob.path)] = str(blob.hexsha)
     return found
 
 
@@ -76,13 +77,6 @@ class _MasterVersion:
     """Entry digests of one commit's master configs, wherever they live."""
 
     anywhere: dict[str, set[str]]
-
-
-def is_master_path(path: str) -> bool:
-    if path in ACTIVE_MASTER_PATHS or path in LEGACY_MASTER_PATHS:
-        return True
-    folder, _, name = path.rpartition("/")
-    return folder == DEPRECATED_MASTER_DIR and name.endswith(".yaml")
 
 
 def _blob_blocks(data: bytes) -> dict[str, list[str]]:
@@ -127,7 +121,3 @@ def changed_by(repo: Repo, sha: str) -> tuple[set[str], set[str]]:
     after, before = index.version(state).anywhere, index.version(parent_state).anywhere
     keys = {k for k in after.keys() | before.keys() if after.get(k) != before.get(k)}
     return paths, keys
-
-
-def master_roots() -> list[str]:
-    return [*ACTIVE_MASTER_PATHS, *LEGACY_MASTER_PATHS, DEPRECATED_MASTER_DIR]

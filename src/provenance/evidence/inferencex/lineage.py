@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from provenance.evidence.inferencex.blocks import is_master_path, master_roots
 from provenance.evidence.inferencex.content_trace import PathLog
 from provenance.evidence.inferencex.history import (
     FileChange,
@@ -13,6 +12,7 @@ from provenance.evidence.inferencex.history import (
     first_parent_history,
     path_changes,
 )
+from provenance.evidence.inferencex.master import is_master_path, master_roots
 from provenance.sources.git import Repo
 
 

@@ -27,6 +27,10 @@ from provenance.safe_yaml import LoadedYaml, load_yaml_bytes, load_yaml_text, pa
 ACTIVE_MASTER_PATHS = ("configs/nvidia-master.yaml", "configs/amd-master.yaml")
 LEGACY_MASTER_PATHS = (".github/configs/nvidia-master.yaml", ".github/configs/amd-master.yaml")
 DEPRECATED_MASTER_DIR = "configs/deprecated"
+#: Where archived master configs lived before InferenceX#1992 moved ``.github/configs`` to
+#: ``configs`` (InferenceX#1874 archived MiniMax-M2.5 there).
+LEGACY_DEPRECATED_MASTER_DIR = ".github/configs/deprecated"
+DEPRECATED_MASTER_DIRS = (DEPRECATED_MASTER_DIR, LEGACY_DEPRECATED_MASTER_DIR)
 
 #: InferenceX runner hardware tokens that are recipes taxonomy hardware ids.
 KNOWN_HARDWARE = frozenset(
@@ -245,7 +249,7 @@ class MasterEntry(BaseModel):
 
     @property
     def archived(self) -> bool:
-        return self.path.startswith(DEPRECATED_MASTER_DIR + "/")
+        return is_archived_master_path(self.path)
 
 
 class MasterConfigs(BaseModel):
@@ -274,7 +278,25 @@ def master_paths(snapshot: Snapshot) -> list[str]:
     paths = [p for p in ACTIVE_MASTER_PATHS if snapshot.is_file(snapshot.safe_path(p))]
     paths += snapshot.list_files(DEPRECATED_MASTER_DIR, ".yaml")
     paths += [p for p in LEGACY_MASTER_PATHS if snapshot.is_file(snapshot.safe_path(p))]
+    paths += snapshot.list_files(LEGACY_DEPRECATED_MASTER_DIR, ".yaml")
     return paths
+
+
+def master_roots() -> tuple[str, ...]:
+    """Every file or directory that can hold a master config, at any revision."""
+    return (*ACTIVE_MASTER_PATHS, *LEGACY_MASTER_PATHS, *DEPRECATED_MASTER_DIRS)
+
+
+def is_archived_master_path(path: str) -> bool:
+    folder, _, name = path.rpartition("/")
+    return folder in DEPRECATED_MASTER_DIRS and name.endswith(".yaml")
+
+
+def is_master_path(path: str) -> bool:
+    """A master config: an active or legacy file, or a YAML file in an archive directory."""
+    if path in ACTIVE_MASTER_PATHS or path in LEGACY_MASTER_PATHS:
+        return True
+    return is_archived_master_path(path)
 
 
 def _split_setting(
@@ -421,11 +443,18 @@ _PREFIX_LINE = re.compile(r"^\s+model-prefix:\s*['\"]?([^'\"#\s]+)")
 TextFilter = Callable[[str, "str | None"], bool]
 
 
+def _continues_entry(line: str) -> bool:
+    """A line after a top-level key that still belongs to its entry: blank, indented, or a
+    comment, even one in column 0 (YAML ignores it; the entry's indented lines go on after)."""
+    return not line or line[0].isspace() or line[0] == "#"
+
+
 def narrow_text(text: str, keep: TextFilter) -> str | None:
     """``text`` with every top-level entry ``keep`` rejects blanked out, line numbers unchanged.
 
     A speed-up only: the YAML parser then skips blank lines instead of
-    building entries nobody asked for. None when nothing would be blanked.
+    building entries nobody asked for, and the kept entries parse exactly as in
+    ``text``. None when nothing would be blanked.
     """
     lines = text.split("\n")
     out: list[str] = []
@@ -437,7 +466,7 @@ def narrow_text(text: str, keep: TextFilter) -> str | None:
         match = _TOP_KEY_LINE.match(line) if line and not line[0].isspace() else None
         if match:
             end = index + 1
-            while end < len(lines) and (not lines[end] or lines[end][0].isspace()):
+            while end < len(lines) and _continues_entry(lines[end]):
                 end += 1
             prefix = None
             for body in lines[index + 1 : end]:

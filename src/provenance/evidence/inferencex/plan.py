@@ -35,8 +35,10 @@ from provenance.evidence.inferencex.changelog import (
 from provenance.evidence.inferencex.history import pr_of_subject
 from provenance.evidence.inferencex.master import (
     ACTIVE_MASTER_PATHS,
-    DEPRECATED_MASTER_DIR,
+    DEPRECATED_MASTER_DIRS,
     LEGACY_MASTER_PATHS,
+    is_master_path,
+    master_roots,
 )
 from provenance.evidence.inferencex.scripts import RUNNERS_PATHS
 from provenance.sources.git import (
@@ -56,7 +58,7 @@ OTHER_FRAMEWORKS = ("sglang", "trt", "atom", "tilert")
 WATCHED_PATHS = (
     *ACTIVE_MASTER_PATHS,
     *LEGACY_MASTER_PATHS,
-    DEPRECATED_MASTER_DIR,
+    *DEPRECATED_MASTER_DIRS,
     "benchmarks",
     RUNNER_LAUNCHERS.rstrip("/"),
     *RUNNERS_PATHS,
@@ -86,13 +88,6 @@ def is_vllm_launcher_path(path: str) -> bool:
     if not lowered.startswith("benchmarks/") or lowered.endswith(".md"):
         return False
     return VLLM in lowered or not any(name in lowered for name in OTHER_FRAMEWORKS)
-
-
-def _is_master(path: str) -> bool:
-    if path in ACTIVE_MASTER_PATHS or path in LEGACY_MASTER_PATHS:
-        return True
-    folder, _, name = path.rpartition("/")
-    return folder == DEPRECATED_MASTER_DIR and name.endswith(".yaml")
 
 
 class _Blobs:
@@ -159,7 +154,7 @@ def _reasons(
     after = dict(masters)
     for change in changes:
         path = change.path
-        if _is_master(path):
+        if is_master_path(path):
             if change.status == "D":
                 after.pop(path, None)
             else:
@@ -189,9 +184,9 @@ def plan_vllm_merges(repo: Repo, rev: str, since: str | None = None) -> list[Pla
     """
     logged = first_parent_raw(repo, f"{since}..{rev}" if since else rev, WATCHED_PATHS)
     log = {entry.sha: entry for entry in first_parent_log(repo, rev)}
-    masters_paths = (*ACTIVE_MASTER_PATHS, *LEGACY_MASTER_PATHS, DEPRECATED_MASTER_DIR)
+    masters_paths = master_roots()
     masters = (
-        {p: s for p, s in tree_blobs(repo, since, masters_paths).items() if _is_master(p)}
+        {p: s for p, s in tree_blobs(repo, since, masters_paths).items() if is_master_path(p)}
         if since
         else {}
     )
@@ -200,7 +195,7 @@ def plan_vllm_merges(repo: Repo, rev: str, since: str | None = None) -> list[Pla
         if oldest.parents:
             parent = oldest.parents[0].hexsha
             found = tree_blobs(repo, parent, masters_paths)
-            masters = {p: s for p, s in found.items() if _is_master(p)}
+            masters = {p: s for p, s in found.items() if is_master_path(p)}
     blobs = _Blobs(repo)
     planned = []
     for sha, changes in reversed(logged):
