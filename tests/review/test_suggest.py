@@ -195,19 +195,60 @@ def test_distance_counts_only_towards_evidence_the_recipe_can_render() -> None:
 # --------------------------------------------------------------------------- end to end
 
 
-#: On the whole recipe the two clean NVFP4 reach edits (B200 and B300) each put the
-#: cutlass decode backend back on the other's hardware, so together they recommend
-#: nothing; the end-to-end tests search B300 alone, as the tutorial does.
-B300 = AuditFilters(hardware=("b300",))
+WHOLE = AuditFilters()
 
 
 @pytest.fixture(scope="module")
 def embedded_report() -> SuggestReport:
-    return run_suggest(SuggestRequest(recipe="MiniMaxAI/MiniMax-M3", filters=B300))
+    return run_suggest(SuggestRequest(recipe="MiniMaxAI/MiniMax-M3"))
 
 
-def _audit(root: Path, filters: AuditFilters = B300) -> object:
+def _audit(root: Path, filters: AuditFilters = WHOLE) -> object:
     return run_audit(AuditInputs(recipes=(MODEL,), recipes_root=root), filters)
+
+
+def test_merged_moves_scope_each_value_to_its_hardware() -> None:
+    """Two edits each move the cutlass decode backend out of ``variants.nvfp4.extra_args``
+    for the hardware they were built for (B200, B300) and write it back for the rest:
+    merged, it is written back for neither, and each keeps its own blocks."""
+    from provenance.review.suggest.edits import merge_edits
+
+    base = ("variants", "nvfp4")
+    drop = RemoveFlag(path=(*base, "extra_args"), flag="--decode-backend")
+
+    def back(hw: str) -> AddFlag:
+        return AddFlag(
+            path=(*base, "hardware_overrides", hw, "extra_args"),
+            tokens=("--decode-backend", "cutlass"),
+        )
+
+    def own(hw: str) -> AddFlag:
+        return AddFlag(path=(*base, "hardware_overrides", hw, "extra_args"), tokens=("--lm-only",))
+
+    for_b200 = Edit(ops=(drop, own("b200"), back("b300"), back("gb200")))
+    for_b300 = Edit(
+        ops=(
+            drop,
+            own("b300"),
+            SetTp(variant="nvfp4", hardware="b300", tp=4),
+            back("b200"),
+            back("gb200"),
+        )
+    )
+    merged = merge_edits([for_b200, for_b300])
+    assert merged.ops == (
+        drop,
+        own("b200"),
+        back("gb200"),
+        own("b300"),
+        SetTp(variant="nvfp4", hardware="b300", tp=4),
+    )
+    # edits that share nothing are simply joined
+    other = Edit(ops=(AddFlag(path=("variants", "mxfp8", "extra_args"), tokens=("--x",)),))
+    assert merge_edits([for_b200, other]).ops == (*for_b200.ops, *other.ops)
+    # an edit that adds the flag on purpose (not moving it) keeps its addition
+    on_purpose = Edit(ops=(back("b300"),))
+    assert back("b300") in merge_edits([for_b200, for_b300, on_purpose]).ops
 
 
 def test_suggest_on_embedded_minimax_makes_some_recommended(embedded_report: SuggestReport) -> None:
@@ -217,6 +258,23 @@ def test_suggest_on_embedded_minimax_makes_some_recommended(embedded_report: Sug
     assert reach and all(s.proof.gained > 0 for s in reach)
     best = report.combined or reach[0]
     assert best.proof.gained > 0 and best.proof.lost == 0 and best.proof.worse == 0
+    # the combination keeps every chosen edit's gain: what each one makes recommended
+    # stays recommended together (edits that would cancel one are left out, named)
+    combined = {
+        (c.variant, c.hardware, c.strategy): c.combinations for c in best.proof.gained_cells
+    }
+    chosen = [s for s in report.suggestions if s.proof.clean and not s.conflicts_with]
+    for item in chosen:
+        for cell in item.proof.gained_cells:
+            assert combined[(cell.variant, cell.hardware, cell.strategy)] >= cell.combinations
+    # B200 (#2611) and B300 (#2328) each move the cutlass decode backend off their own
+    # hardware: merged, both gains survive
+    single = {("nvfp4", hw, "single_node_tp") for hw in ("b200", "b300")}
+    assert single <= combined.keys()
+    if report.combined is not None:
+        assert report.combined.proof.gained >= max(s.proof.gained for s in chosen)
+    for item in report.suggestions:
+        assert set(item.conflicts_with) <= {s.id for s in chosen}
     # an edit that costs is shown with exactly what it costs
     for item in report.suggestions:
         if not item.proof.clean:

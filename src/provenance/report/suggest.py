@@ -44,6 +44,25 @@ def proof_line(proof: Proof) -> str:
     return ", ".join(parts)
 
 
+def reasons_line(proof: Proof) -> str:
+    """``missing-flag 24376 → 24328, value-mismatch 17424 → 17400``: the reason codes
+    whose combination counts the edit changes (the whole recipe, re-audited)."""
+    codes = sorted(set(proof.reasons_before) | set(proof.reasons_after))
+    changed = [
+        f"{code} {proof.reasons_before.get(code, 0)} → {proof.reasons_after.get(code, 0)}"
+        for code in codes
+        if proof.reasons_before.get(code, 0) != proof.reasons_after.get(code, 0)
+    ]
+    return ", ".join(changed) or "no reason count changes"
+
+
+def _conflict(item: Suggestion) -> str:
+    return (
+        f"conflicts with {', '.join(item.conflicts_with)}: added to the combined edit it "
+        "makes it worse or cancels their gain, so it is left out"
+    )
+
+
 def _best(report: SuggestReport) -> Suggestion | None:
     return report.combined or next((s for s in report.suggestions if s.proof.clean), None)
 
@@ -67,11 +86,18 @@ def write_text(report: SuggestReport, out: TextIO) -> None:
             w(f"  recommended after: {terminal(_cells(item.proof.gained_cells))}\n")
         if item.proof.costs:
             w(f"  costs: {terminal(_cells(item.proof.costs))}\n")
+        if item.conflicts_with:
+            w(f"  {terminal(_conflict(item))}\n")
     best = _best(report)
     if best is not None:
         label = "all clean suggestions together" if best is report.combined else best.id
         w(f"\nthe edit ({label}; apply with `git apply` in the recipes root):\n")
         w(f"  proof: {terminal(proof_line(best.proof))}\n")
+        w(
+            f"  re-audit: {best.proof.recommended_before} → {best.proof.recommended_after} "
+            f"recommended of {best.proof.combinations}; "
+            f"{terminal(reasons_line(best.proof))}\n"
+        )
         for line in best.diff.splitlines():
             w(f"{terminal(line)}\n")
     if report.inexpressible:
@@ -107,16 +133,27 @@ def write_markdown(report: SuggestReport, out: TextIO) -> None:
     )
     best = _best(report)
     if best is not None:
-        lines += ["", f"**{markdown_inline(proof_line(best.proof))}**", ""]
+        lines += [
+            "",
+            f"**{markdown_inline(proof_line(best.proof))}**",
+            "",
+            f"Re-audit: {best.proof.recommended_before} → {best.proof.recommended_after} "
+            f"recommended of {best.proof.combinations}; "
+            f"{markdown_inline(reasons_line(best.proof))}.",
+            "",
+        ]
         lines.append(markdown_block(best.diff, "diff"))
     if report.suggestions:
         lines += ["", "| id | kind | edit | proof | cells |", "|---|---|---|---|---|"]
         for item in report.suggestions:
             changes = "<br>".join(markdown_inline(c) for c in item.changes)
             cells = markdown_inline(_cells(item.proof.gained_cells or item.proof.costs, 3))
+            proof = markdown_inline(proof_line(item.proof))
+            if item.conflicts_with:
+                proof += "<br>" + markdown_inline(_conflict(item))
             lines.append(
                 f"| {markdown_inline(item.id)} | {markdown_inline(item.kind)} | {changes} | "
-                f"{markdown_inline(proof_line(item.proof))} | {cells} |"
+                f"{proof} | {cells} |"
             )
     else:
         lines += ["", "No edit the recipe schema can express reaches validated evidence."]

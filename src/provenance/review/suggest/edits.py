@@ -32,7 +32,16 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from provenance.errors import InputError
 
-__all__ = ["AddFlag", "Edit", "EditOp", "RemoveFlag", "SetTp", "apply_edit", "unified_diff"]
+__all__ = [
+    "AddFlag",
+    "Edit",
+    "EditOp",
+    "RemoveFlag",
+    "SetTp",
+    "apply_edit",
+    "merge_edits",
+    "unified_diff",
+]
 
 KeyPath = tuple[str, ...]
 
@@ -105,6 +114,73 @@ class Edit(BaseModel):
             else:
                 return None
         return found
+
+
+def _re_add(op: EditOp, removal: RemoveFlag) -> str | None:
+    """The hardware block ``op`` writes ``removal``'s flag back into, when ``op`` re-adds
+    a flag that ``removal`` drops from a variant's ``extra_args``/``extra_env``: the move
+    of that flag into ``variants.<v>.hardware_overrides.<hw>``."""
+    path = removal.path
+    if not isinstance(op, AddFlag) or len(path) != 3 or path[0] != "variants":
+        return None
+    variant, section = path[1], path[2]
+    here = op.path
+    if (
+        len(here) == 5
+        and here[:3] == ("variants", variant, "hardware_overrides")
+        and here[4] == section
+        and op.tokens
+        and op.tokens[0] == removal.flag
+    ):
+        return here[3]
+    return None
+
+
+def _own_hardware(edit: Edit, removal: RemoveFlag) -> set[str]:
+    """The hardware ``edit`` was built for on ``removal``'s variant: the blocks it writes
+    (other than re-adding the moved flag) and the TP sizes it pins."""
+    variant = removal.path[1]
+    found: set[str] = set()
+    for op in edit.ops:
+        if isinstance(op, SetTp):
+            if op.variant == variant:
+                found.add(op.hardware)
+        elif _re_add(op, removal) is None:
+            path = op.path
+            if len(path) > 3 and path[:3] == ("variants", variant, "hardware_overrides"):
+                found.add(path[3])
+    return found
+
+
+def merge_edits(edits: Sequence[Edit]) -> Edit:
+    """One edit doing what each of ``edits`` does for the hardware it was built for.
+
+    Each edit's operations are kept, except where two edits *move* the same flag out of
+    a variant's list: one built for B200 drops it there and writes it back for every
+    other hardware (B300 included), one built for B300 does the same the other way
+    round, so their plain union would put the flag back on both. Merged, the flag is not
+    written back for a hardware that another of these edits was built for (it writes
+    that hardware's block or pins its TP) and leaves without the flag: each value
+    scoped to its hardware, the flag absent where an edit needed it absent."""
+    ops: dict[EditOp, None] = dict.fromkeys(op for edit in edits for op in edit.ops)
+    dropped: set[EditOp] = set()
+    for removal in (op for op in ops if isinstance(op, RemoveFlag)):
+        if len(removal.path) != 3 or removal.path[0] != "variants":
+            continue
+        moving = [edit for edit in edits if removal in edit.ops]
+        if len(moving) < 2:
+            continue
+        absent: set[str] = set()
+        for edit in moving:
+            blocks = {hw for op in edit.ops if (hw := _re_add(op, removal)) is not None}
+            absent |= _own_hardware(edit, removal) - blocks
+        for op in ops:
+            if _re_add(op, removal) not in absent:
+                continue
+            # an edit that does not move this flag may still add it there on purpose
+            if not any(op in edit.ops for edit in edits if removal not in edit.ops):
+                dropped.add(op)
+    return Edit(ops=tuple(op for op in ops if op not in dropped))
 
 
 # --------------------------------------------------------------------------- style

@@ -38,6 +38,9 @@ class Suggestion(BaseModel):
     ops: tuple[EditOp, ...]
     changes: tuple[str, ...]
     proof: Proof
+    #: the suggestions this one is left out of the combined edit for: added to them it
+    #: makes the combination worse or cancels their gain
+    conflicts_with: tuple[str, ...] = ()
     #: unified diff relative to the recipes root (``git apply`` accepts it)
     diff: str
 

@@ -12,7 +12,10 @@
 4. Prove every candidate (:mod:`.proof`): apply it to a copy, re-render, re-audit,
    compare combination by combination. Only edits that render and help are kept.
 5. Combine the clean ones greedily (most combinations gained first, smaller edits
-   first), proving the combination again at each step.
+   first), proving the combination again at each step: two edits that move the same
+   flag out of a variant's list are merged (the flag written back only where both
+   write it back); an edit whose addition makes the combination worse or cancels an
+   earlier edit's gain is left out and reported as conflicting with it.
 6. Where nothing can reach evidence, name the benchmark that would have to exist.
 """
 
@@ -42,7 +45,14 @@ from provenance.recipes.enumerate.hardware import hardware_view
 from provenance.recipes.load.loader import Recipe, RecipesRoot, load_recipe, load_recipes_root
 from provenance.recipes.locate import FlagPlace, flag_places
 from provenance.recipes.render.synthesis import model_id_of
-from provenance.review.suggest.edits import AddFlag, Edit, RemoveFlag, apply_edit, unified_diff
+from provenance.review.suggest.edits import (
+    AddFlag,
+    Edit,
+    RemoveFlag,
+    apply_edit,
+    merge_edits,
+    unified_diff,
+)
 from provenance.review.suggest.model import (
     EvidenceNeed,
     Inexpressible,
@@ -146,14 +156,27 @@ def run_suggest(request: SuggestRequest) -> SuggestReport:
         scoped, inexpressible, tried_scope = _scope(
             baseline, recipe, root, loaded.graph, places, hardware_of, text, prover
         )
-        chosen, combined = _combine([*proven, *scoped], text, prover)
+        chosen, conflicts, combined = _combine([*proven, *scoped], text, prover)
     costly = sorted(
         (item for item in proven if not item.proof.clean),
         key=lambda i: (-(i.proof.gained - i.proof.lost), i.proof.worse, i.edit.size),
     )[:MAX_COSTLY]
     suggestions = tuple(
+        _suggestion(f"S{index}", item, text, relative) for index, item in enumerate(chosen, 1)
+    )
+    suggestions += tuple(
+        _suggestion(
+            f"S{index}",
+            item,
+            text,
+            relative,
+            conflicts_with=tuple(f"S{at + 1}" for at in against),
+        )
+        for index, (item, against) in enumerate(conflicts, len(chosen) + 1)
+    )
+    suggestions += tuple(
         _suggestion(f"S{index}", item, text, relative)
-        for index, item in enumerate([*chosen, *costly], 1)
+        for index, item in enumerate(costly, len(chosen) + len(conflicts) + 1)
     )
     combined_suggestion = None
     if combined is not None and len(chosen) > 1:
@@ -171,7 +194,13 @@ def run_suggest(request: SuggestRequest) -> SuggestReport:
     )
 
 
-def _suggestion(ident: str, item: _Proven, text: str, relative: str) -> Suggestion:
+def _suggestion(
+    ident: str,
+    item: _Proven,
+    text: str,
+    relative: str,
+    conflicts_with: tuple[str, ...] = (),
+) -> Suggestion:
     edited = apply_edit(text, item.edit)
     return Suggestion(
         id=ident,
@@ -182,6 +211,7 @@ def _suggestion(ident: str, item: _Proven, text: str, relative: str) -> Suggesti
         ops=item.edit.ops,
         changes=tuple(item.edit.describe()),
         proof=item.proof,
+        conflicts_with=conflicts_with,
         diff=unified_diff(text, edited, relative),
     )
 
@@ -396,13 +426,20 @@ def _listed(labels: Sequence[str], most: int = 6) -> str:
 
 def _combine(
     items: Sequence[_Proven], text: str, prover: Prover
-) -> tuple[list[_Proven], _Proven | None]:
-    """The clean suggestions, combined greedily while each one still adds something."""
+) -> tuple[list[_Proven], list[tuple[_Proven, tuple[int, ...]]], _Proven | None]:
+    """The clean suggestions combined greedily, most gain first, the combination proven
+    again after each addition (:func:`merge_edits`: two edits moving the same flag are
+    merged, each value scoped to its hardware). An edit is kept when the combination stays
+    clean, keeps every combination the edits before it made recommended, and gains more
+    (or brings more closer); one that would make the combination worse or cancel an
+    earlier edit's gain is left out, with the indices (into the chosen list) of the
+    edits it conflicts with."""
     ranked = sorted(
         (i for i in items if i.proof.clean),
         key=lambda i: (-i.proof.gained, -i.proof.better, i.edit.size),
     )
     chosen: list[_Proven] = []
+    conflicts: list[tuple[_Proven, tuple[int, ...]]] = []
     combined: _Proven | None = None
     for item in ranked:
         if len(chosen) >= MAX_SUGGESTIONS:
@@ -411,18 +448,56 @@ def _combine(
             chosen.append(item)
             combined = item
             continue
-        ops = tuple(dict.fromkeys((*combined.edit.ops, *item.edit.ops)))
-        edit = Edit(ops=ops)
+        edit = merge_edits([*(c.edit for c in chosen), item.edit])
         proof = _prove(edit, text, prover)
-        if proof is None or not proof.clean:
-            continue
-        if proof.gained <= combined.proof.gained and proof.better <= combined.proof.better:
-            continue
-        chosen.append(item)
-        combined = _Proven(
-            kind="reach", edit=edit, proof=proof, group="all suggestions", title="all together"
-        )
-    return chosen, combined
+        before = combined.proof
+        cancelled = _cancelled(before, proof)
+        if proof is not None and proof.clean and not cancelled:
+            if proof.gained > before.gained or (
+                proof.gained == before.gained and proof.better > before.better
+            ):
+                chosen.append(item)
+                combined = _Proven(
+                    kind="reach",
+                    edit=edit,
+                    proof=proof,
+                    group="all suggestions",
+                    title="all together",
+                )
+            continue  # adds nothing the others do not already do
+        conflicts.append((item, _conflicting(item, chosen, cancelled)))
+    return chosen, conflicts, combined
+
+
+def _cancelled(before: Proof, after: Proof | None) -> set[tuple[str, str, str]]:
+    """The cells with fewer recommended combinations in ``after`` than in ``before``."""
+    if after is None:
+        return set()
+    now = {(c.variant, c.hardware, c.strategy): c.combinations for c in after.gained_cells}
+    return {
+        (c.variant, c.hardware, c.strategy)
+        for c in before.gained_cells
+        if now.get((c.variant, c.hardware, c.strategy), 0) < c.combinations
+    }
+
+
+def _conflicting(
+    item: _Proven, chosen: Sequence[_Proven], cancelled: set[tuple[str, str, str]]
+) -> tuple[int, ...]:
+    """The chosen edits ``item`` conflicts with: those whose gain it cancels, else those
+    writing the same lists or maps, else all of them (their combination is what it
+    makes worse)."""
+    found = [
+        at
+        for at, other in enumerate(chosen)
+        if any((c.variant, c.hardware, c.strategy) in cancelled for c in other.proof.gained_cells)
+    ]
+    if not found:
+        paths = {op.path for op in item.edit.ops}
+        found = [
+            at for at, other in enumerate(chosen) if paths & {op.path for op in other.edit.ops}
+        ]
+    return tuple(found or range(len(chosen)))
 
 
 def _evidence_needed(
