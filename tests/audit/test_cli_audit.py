@@ -91,7 +91,7 @@ def test_audit_json_recommends_the_evidenced_combination(dirs: tuple[Path, Path]
     )
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
-    assert report["schema"] == "provenance.audit/v2"
+    assert report["schema"] == "provenance.audit/v3"
     assert report["summary"]["combinations"] == 1
     assert report["summary"]["recommended"] == 1
     verdict = report["verdicts"][0]

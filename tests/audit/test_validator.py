@@ -406,7 +406,7 @@ def test_report_round_trips_through_json() -> None:
     data = report.model_dump_json(by_alias=True)
     again = AuditReport.model_validate_json(data)
     assert again == report
-    assert '"schema":"provenance.audit/v2"' in data
+    assert '"schema":"provenance.audit/v3"' in data
     assert '"class":"major"' in data
 
 

@@ -57,7 +57,7 @@ def test_large_output_on_a_pipe_arrives_whole() -> None:
     done = _provenance(*AUDIT_JSON)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)  # a truncated buffer would not parse
-    assert report["schema"] == "provenance.audit/v2"
+    assert report["schema"] == "provenance.audit/v3"
     assert report["summary"]["combinations"] > 1000
 
 
@@ -66,7 +66,7 @@ def test_output_file_is_complete(tmp_path: Path) -> None:
     done = _provenance(*AUDIT_JSON, "--output", str(out))
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
-    assert json.loads(out.read_text(encoding="utf-8"))["schema"] == "provenance.audit/v2"
+    assert json.loads(out.read_text(encoding="utf-8"))["schema"] == "provenance.audit/v3"
 
 
 def test_error_status_and_diagnostic_survive_the_exit(tmp_path: Path) -> None:

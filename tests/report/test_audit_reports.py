@@ -131,7 +131,7 @@ def test_json_stream_equals_model_dump(tmp_path: Path) -> None:
     context = {RECORD_INDEX: report.record_index()}
     assert out.getvalue() == report.model_dump_json(by_alias=True, context=context) + "\n"
     streamed = json.loads(out.getvalue())
-    assert streamed["schema"] == "provenance.audit/v2"
+    assert streamed["schema"] == "provenance.audit/v3"
     # flags cite records by index into the records table
     records = [r["record"] for r in streamed["records"]]
     cited = [

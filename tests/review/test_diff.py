@@ -286,5 +286,5 @@ def test_json_reads_back_and_matches_the_published_schema() -> None:
     text = diff.model_dump_json(by_alias=True)
     assert DiffReport.model_validate_json(text) == diff
     document = json.loads(text)
-    assert document["schema"] == "provenance.diff/v2"
+    assert document["schema"] == "provenance.diff/v3"
     jsonschema.validate(document, generate("diff"))

@@ -318,7 +318,7 @@ def test_cli_pr_audit_gate_exit_codes_and_formats(tmp_path: Path) -> None:
     assert "`attention_config.indexer_kv_dtype=fp8`" in result.output
     result = runner.invoke(cli, [*common, "--hardware", "b200,h200", "--format", "json"])
     assert result.exit_code == 1
-    assert '"schema":"provenance.diff/v2"' in result.output.replace(" ", "")
+    assert '"schema":"provenance.diff/v3"' in result.output.replace(" ", "")
     # On B200 the flag is benchmarked where anything is: the rest nobody benchmarked.
     result = runner.invoke(cli, [*common, "--hardware", "b200", "--format", "text"])
     assert result.exit_code == 0, result.output

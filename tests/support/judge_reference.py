@@ -352,6 +352,7 @@ def _flag_reasons(
                 code=ReasonCode.NEVER_JOINTLY_OBSERVED,
                 role=role,
                 sources=_prs([nearest, *elsewhere]),
+                record=nearest.id,
                 detail=f"every {role} flag is evidenced somewhere in scope, but no single "
                 f"evidence point sets them all; the nearest ({nearest.config_key}) lacks "
                 + ", ".join(f"{k}={v}" for k, v in sorted(lacking.items())),
@@ -369,6 +370,7 @@ def _flag_reasons(
                     recipe_value=default,
                     evidence_value=evidence_value,
                     sources=basis.prs,
+                    record=basis.id,
                     detail=f"the recipe runs vLLM's default {default} (explicit or unset); the "
                     f"nearest evidence point ({basis.config_key}) sets {evidence_value}",
                 )
@@ -381,6 +383,7 @@ def _flag_reasons(
                 flag=key,
                 evidence_value=evidence_value,
                 sources=basis.prs,
+                record=basis.id,
                 detail=f"set by the nearest evidence point ({basis.config_key}), not by the recipe",
             )
         )

@@ -1,4 +1,4 @@
-"""Verdicts and the audit report (JSON schema ``provenance.audit/v2``).
+"""Verdicts and the audit report (JSON schema ``provenance.audit/v3``).
 
 Semantics (``../shared/DESIGN.md``, "Verdict semantics"): a combination is
 ``recommended`` only when, for every role, one single validated evidence
@@ -29,7 +29,7 @@ from provenance.model.combination import PdPool, PdSelection, Selection
 from provenance.model.ledger import LedgerIdentity
 from provenance.model.reasons import ReasonCode, VerdictKind
 
-AUDIT_SCHEMA: Literal["provenance.audit/v2"] = "provenance.audit/v2"
+AUDIT_SCHEMA: Literal["provenance.audit/v3"] = "provenance.audit/v3"
 
 #: Serialisation context key: ``{record id: index}``. When given, a flag's evidence is
 #: written as indexes into the report's ``records`` table (the audit report does this:
@@ -115,6 +115,10 @@ class Reason:
     evidence_value: str | None = None
     sources: tuple[str, ...] = ()
     detail: str = ""
+    #: the id of the one evidence record the reason was computed against (the nearest
+    #: point of ``missing-flag`` and ``never-jointly-observed``); None for a reason about
+    #: every in-scope point (``flag-unevidenced``, ``value-mismatch`` over the setters)
+    record: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -352,7 +356,7 @@ class AuditReport(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
-    schema_: Literal["provenance.audit/v2"] = Field(default=AUDIT_SCHEMA, alias="schema")
+    schema_: Literal["provenance.audit/v3"] = Field(default=AUDIT_SCHEMA, alias="schema")
     tool_version: str
     recipes: tuple[str, ...]
     recipe_files: dict[str, str] = Field(default_factory=dict)

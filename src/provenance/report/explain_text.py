@@ -7,7 +7,7 @@ from typing import TextIO
 
 from provenance.audit.explain import Explanation
 from provenance.escaping import terminal
-from provenance.report.grouping import diff_text, reason_label
+from provenance.report.grouping import diff_text, reason_label, short_record
 
 #: Most candidate evidence points listed in full.
 MAX_CANDIDATES = 25
@@ -76,7 +76,9 @@ def write(explanation: Explanation, out: TextIO) -> None:
     for ref in explanation.evidence:
         add(f"   evidence {terminal(ref.record)} ({terminal(', '.join(ref.prs))})")
     for reason in explanation.reasons:
-        sources = f" [{', '.join(reason.sources)}]" if reason.sources else ""
+        record = [f"record {short_record(reason.record)}"] if reason.record else []
+        cited = [*record, ", ".join(reason.sources)] if reason.sources else record
+        sources = f" [{' '.join(cited)}]" if cited else ""
         detail = f" — {reason.detail}" if reason.detail else ""
         add(f"   - {terminal(reason_label(reason) + sources + detail)}")
     for near in explanation.nearest:

@@ -41,7 +41,9 @@ MAX_SOURCES = 3
 def reason_label(reason: Reason, *, with_sources: bool = False) -> str:
     """``value-mismatch prefill speculative_config.num_speculative_tokens=3 (evidence 1)``.
 
-    With ``with_sources``, the PRs behind the evidence follow in brackets.
+    With ``with_sources``, the PRs behind the evidence follow in brackets, after the
+    short id of the one record the reason was computed against, if any
+    (``[record sha256:03f1a2b3c4d5 SemiAnalysisAI/InferenceX#2336]``).
     """
     parts = [str(reason.code)]
     if reason.role:
@@ -53,11 +55,20 @@ def reason_label(reason: Reason, *, with_sources: bool = False) -> str:
         parts.append(flag)
     if reason.evidence_value is not None:
         parts.append(f"(evidence {reason.evidence_value})")
-    if with_sources and reason.sources:
+    if with_sources and (reason.sources or reason.record):
         shown = ", ".join(reason.sources[:MAX_SOURCES])
         more = len(reason.sources) - MAX_SOURCES
-        parts.append(f"[{shown}{f', +{more}' if more > 0 else ''}]")
+        cited = [f"record {short_record(reason.record)}"] if reason.record else []
+        if shown:
+            cited.append(shown + (f", +{more}" if more > 0 else ""))
+        parts.append(f"[{' '.join(cited)}]")
     return " ".join(parts)
+
+
+def short_record(record: str) -> str:
+    """``sha256:`` and the first 12 hex digits of a record id (unique in practice)."""
+    algorithm, _, digest = record.partition(":")
+    return f"{algorithm}:{digest[:12]}" if digest else record[:12]
 
 
 @dataclass

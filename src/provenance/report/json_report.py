@@ -1,4 +1,4 @@
-"""JSON report (``provenance.audit/v2``): the :class:`AuditReport` model, streamed entry by entry.
+"""JSON report (``provenance.audit/v3``): the :class:`AuditReport` model, streamed entry by entry.
 
 The output is ``AuditReport.model_dump_json(by_alias=True)`` (with the report's
 record index as context: a flag's ``evidence`` is a list of indexes into the

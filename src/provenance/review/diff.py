@@ -56,7 +56,7 @@ from provenance.model.ledger import LedgerIdentity
 from provenance.model.reasons import ReasonCode, VerdictKind
 from provenance.review.tuning import TuningChange
 
-DIFF_SCHEMA: Literal["provenance.diff/v2"] = "provenance.diff/v2"
+DIFF_SCHEMA: Literal["provenance.diff/v3"] = "provenance.diff/v3"
 
 ChangeKind = Literal["new", "removed", "verdict-changed", "flags-changed"]
 BlockReason = Literal["regressed-verdict", "new-unevidenced-flag", "new-guide-only"]
@@ -117,7 +117,7 @@ class ChangeGroup(_Change):
 
     @model_serializer(mode="wrap")
     def _written_order(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """The fields in the order ``provenance.diff/v2`` writes them, which is not the
+        """The fields in the order ``provenance.diff/v3`` writes them, which is not the
         order of their declaration: the group's size first, then (for a removed group) the
         head side before the flags, or (otherwise) the gate decision before the head side."""
         data: dict[str, Any] = handler(self)
@@ -218,7 +218,7 @@ class DiffSummary(BaseModel):
 class DiffReport(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
-    schema_: Literal["provenance.diff/v2"] = Field(default=DIFF_SCHEMA, alias="schema")
+    schema_: Literal["provenance.diff/v3"] = Field(default=DIFF_SCHEMA, alias="schema")
     base: str
     head: str
     recipes: tuple[str, ...]

@@ -226,6 +226,7 @@ def _flag_reasons(index: RoleIndex, flags: FlagSet, distances: list[int]) -> lis
                 code=ReasonCode.NEVER_JOINTLY_OBSERVED,
                 role=role,
                 sources=prs_of([nearest, *elsewhere]),
+                record=nearest.id,
                 detail=f"every {role} flag is evidenced somewhere in scope, but no single "
                 f"evidence point sets them all; the nearest ({nearest.config_key}) lacks "
                 + ", ".join(f"{k}={v}" for k, v in sorted(lacking.items())),
@@ -252,6 +253,7 @@ def _missing_flag(index: RoleIndex, basis: IndexedRecord, key: str, evidence_val
             recipe_value=default,
             evidence_value=evidence_value,
             sources=basis.prs,
+            record=basis.id,
             detail=f"the recipe runs vLLM's default {default} (explicit or unset); the "
             f"nearest evidence point ({basis.config_key}) sets {evidence_value}",
         )
@@ -262,6 +264,7 @@ def _missing_flag(index: RoleIndex, basis: IndexedRecord, key: str, evidence_val
             flag=key,
             evidence_value=evidence_value,
             sources=basis.prs,
+            record=basis.id,
             detail=f"set by the nearest evidence point ({basis.config_key}), not by the recipe",
         )
     return found
