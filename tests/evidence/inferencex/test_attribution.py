@@ -16,7 +16,9 @@ import pytest
 from inferencex_fixtures import (
     MASTER_DISAGG,
     MASTER_SINGLE,
+    RECIPE_4P1D,
     SCRIPT_MTP,
+    TOY_RECIPE,
     TOY_SCRIPT,
     RepoBuilder,
     backing_prs,
@@ -189,6 +191,26 @@ def test_an_archive_moved_out_of_dot_github_keeps_its_backing_pr(
         assert extract(builder.root, "HEAD", None, None, [number]).records == []
 
 
+def test_comment_edits_in_launchers_and_recipes_back_nothing(
+    make_repo: Callable[[], RepoBuilder],
+) -> None:
+    """InferenceX#2493 rewrote paths in comments of launchers and models_vllm.yaml when it
+    deprecated other scripts: comments and YAML formatting change nothing that runs."""
+    builder = make_repo()
+    _base(builder)
+    builder.commit(
+        "Deprecate other scripts (#2)",
+        {
+            TOY_SCRIPT: SCRIPT_MTP.replace("\n", "\n# see deprecated/other.sh\n\n", 2),
+            TOY_RECIPE: "# moved comment\n"
+            + RECIPE_4P1D.replace('name: "toy-4p1d"', "name: toy-4p1d  # same"),
+        },
+    )
+    result = extract(builder.root, "HEAD", None, None, [])
+    assert result.records and all(links == {1} for links in backing_prs(result).values())
+    assert extract(builder.root, "HEAD", None, None, [2]).records == []
+
+
 def test_a_changed_image_is_a_content_change(make_repo: Callable[[], RepoBuilder]) -> None:
     """The control: what a record runs changed, so the change backs it."""
     builder = make_repo()
@@ -210,11 +232,11 @@ def test_history_and_launcher_traces(make_repo: Callable[[], RepoBuilder]) -> No
     script = 'source "$(dirname "$0")/../benchmark_lib.sh"\n' + body
     moved = 'source "$(dirname "$0")/../../benchmark_lib.sh"\n' + body
     builder.commit("add launcher (#10)", {"benchmarks/fixed/s.sh": script})
-    builder.commit("tune (#11)", {"benchmarks/fixed/s.sh": script + "# more\n"})
+    builder.commit("tune (#11)", {"benchmarks/fixed/s.sh": script + "export MORE=1\n"})
     builder.commit("unrelated (#12)", {"benchmarks/other.sh": "x\n"})
     builder.commit("no pr here", {"README": "x\n"})
     # not a git rename (a copy then a deletion), but the same launcher text
-    builder.commit("copy (#13)", {"benchmarks/fixed/deprecated/s.sh": moved + "# more\n"})
+    builder.commit("copy (#13)", {"benchmarks/fixed/deprecated/s.sh": moved + "export MORE=1\n"})
     builder.commit("drop (#14)", {"benchmarks/fixed/s.sh": None})
     repo = open_repo(builder.root)
     history = first_parent_history(repo, "HEAD")
@@ -222,7 +244,7 @@ def test_history_and_launcher_traces(make_repo: Callable[[], RepoBuilder]) -> No
     assert history.by_pr[11].title == "tune"
     assert launcher_content(moved.encode()) == launcher_content(script.encode())
     log = PathLog.read(repo, history.commits[0].sha, ["benchmarks"], lambda _p: True)
-    data = (moved + "# more\n").encode()
+    data = (moved + "export MORE=1\n").encode()
     key = file_key("benchmarks/fixed/deprecated/s.sh", "", lambda: data)
     found = trace(history, log, file_contents(repo), [key])[key]
     assert found.origin is not None and found.origin.pr == 11

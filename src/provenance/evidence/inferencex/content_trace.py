@@ -35,6 +35,7 @@ from provenance.evidence.inferencex.master import (
     file_entries,
 )
 from provenance.model.record import canonical_json
+from provenance.safe_yaml import load_yaml_bytes
 from provenance.sources.git import RawChange, Repo, first_parent_raw, read_object, tree_blobs
 
 #: A content's location: (path, config key; "" for a whole file).
@@ -163,10 +164,20 @@ def point_key(entry: MasterEntry, point: SingleNodePoint | MultiNodePoint) -> st
 
 
 def file_key(path: str, blob: str, read: Callable[[], bytes]) -> str:
-    """The content key of a launcher or recipe: its text (launchers without their
-    ``benchmark_lib.sh`` source line, whose relative path changes when moved)."""
+    """The content key of a launcher or recipe: what it makes the benchmark run.
+
+    A launcher's text without its ``benchmark_lib.sh`` source line (whose relative
+    path changes when moved) and comment lines; a YAML file's data (comments and
+    formatting aside; its blob when it does not parse); any other file's blob.
+    """
     if path.endswith(".sh"):
         return "sh:" + hashlib.sha256(launcher_content(read())).hexdigest()
+    if path.endswith((".yaml", ".yml")):
+        try:
+            data = load_yaml_bytes(read(), path).data
+            return "yaml:" + hashlib.sha256(canonical_json(data)).hexdigest()
+        except (InputError, TypeError, ValueError):
+            pass  # not YAML we can read (or not JSON-like): compare the bytes
     return "blob:" + blob
 
 
@@ -196,14 +207,14 @@ def file_contents(repo: Repo) -> Callable[[str, str], Contents]:
     """``contents`` for :func:`trace` over launchers and recipes (each blob read once)."""
 
     def contents(path: str, blob: str) -> Contents:
-        if not path.endswith(".sh"):
+        if not path.endswith((".sh", ".yaml", ".yml")):
             return {file_key(path, blob, bytes): _WHOLE_FILE}
 
         def build() -> Contents:
             key = file_key(path, blob, lambda: read_object(repo, bytes.fromhex(blob)))
             return {key: _WHOLE_FILE}
 
-        return _FILES.remember((blob,), build)
+        return _FILES.remember((blob, path.rpartition(".")[2]), build)
 
     return contents
 

@@ -6,7 +6,7 @@ counts). ``refs/pull/N/head`` gives a PR's head commit when the repository has i
 
 :func:`launcher_content` is a launcher's text without its ``source
 .../benchmark_lib.sh`` line (scripts moved to ``deprecated/`` get a longer relative
-path), the text :mod:`~provenance.evidence.inferencex.content_trace` follows.
+path) and comment lines, the text :mod:`~provenance.evidence.inferencex.content_trace` follows.
 Every git call goes through :mod:`provenance.sources.git`.
 """
 
@@ -116,11 +116,16 @@ def path_changes(repo: Repo, rev: str, roots: Iterable[str]) -> dict[str, list[F
 
 
 def launcher_content(data: bytes) -> bytes:
-    """Launcher text for change detection: the ``benchmark_lib.sh`` source line dropped."""
-    lines = data.split(b"\n")
-    return b"\n".join(
-        line for line in lines if not _SOURCE_LINE.match(line.decode("utf-8", "replace"))
+    """Launcher text for change detection: the ``benchmark_lib.sh`` source line, whole-line
+    comments and blank lines dropped (editing a comment, e.g. a path it names when
+    scripts are deprecated, changes nothing that runs)."""
+    lines = (line.decode("utf-8", "replace") for line in data.split(b"\n"))
+    kept = (
+        line
+        for line in lines
+        if line.strip() and not line.lstrip().startswith("#") and not _SOURCE_LINE.match(line)
     )
+    return "\n".join(kept).encode("utf-8")
 
 
 def removing_commit(
