@@ -598,6 +598,31 @@ def test_real_minimax_m3_report(
             assert reason.flag in group
 
 
+def test_unreachable_cells_are_marked_and_grouped_apart(
+    browser: Page, tmp_path: Path, shots: Callable[[Page, str], Path]
+) -> None:
+    from unreachable_sample import RECIPE, WHY, sample
+
+    browser.open(write_page(tmp_path, render_html(sample()), "unreachable.html"))
+    browser.wait_for("document.querySelectorAll('button.cell').length === 3")
+    shots(browser, "unreachable")
+    unreachable = f"{RECIPE}|single-node|nvfp4@b300|tp"
+    marked = browser.js(
+        "[...document.querySelectorAll('button.cell.unreachable')].map(b => b.dataset.cell)"
+    )
+    assert marked == [unreachable]
+    label = browser.js(f"document.querySelector({json.dumps(cell_selector(unreachable))}).title")
+    assert "3 guide-only (3 unreachable: no recipe edit reaches evidence)" in label
+    assert browser.text_of(cell_selector(unreachable)).startswith("⊘3")
+    # the cell with a flag difference only stays an ordinary guide-only cell
+    fixable = cell_selector(f"{RECIPE}|single-node|nvfp4@b200|tp")
+    assert browser.js(f"document.querySelector({json.dumps(fixable)}).className") == "cell guide"
+    assert "unreachable: no recipe edit reaches evidence" in browser.text_of(".legend")
+    section = browser.text_of("#unreachable")
+    assert "Unreachable groups (1)" in section and WHY in section and "b200" not in section
+    assert browser.problems == []
+
+
 def test_empty_report_and_no_script_errors(
     browser: Page, tmp_path: Path, make_report: Callable[..., AuditReport], report: AuditReport
 ) -> None:

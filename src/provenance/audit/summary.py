@@ -7,8 +7,13 @@ from collections.abc import Callable, Iterable, Sequence
 
 from provenance.audit.index import EvidenceIndex
 from provenance.audit.tally import Tally
-from provenance.audit.verdicts import AuditSummary, RecordSummary, VerdictEntry
-from provenance.model.reasons import VerdictKind
+from provenance.audit.verdicts import (
+    AuditSummary,
+    RecordSummary,
+    UnreachableGroup,
+    VerdictEntry,
+)
+from provenance.model.reasons import ReasonCode, VerdictKind
 
 
 def cited_records(tally: Tally) -> set[str]:
@@ -53,11 +58,15 @@ def summarise(
 
     With ``is_classified`` (the policy's), also the environment variables no policy rule
     names (major only by the catch-all) that a guide-only reason names, with the
-    combinations each decided: the names the policy table should learn.
+    combinations each decided: the names the policy table should learn. The combinations
+    with reason ``unreachable`` are listed by recipe, variant, hardware, strategy and why.
     """
     recommended = guide_only = declared = 0
     by_reason: Counter[str] = Counter()
     unclassified: Counter[str] = Counter()
+    #: (recipe, variant, hardware, strategy, why) -> unreachable combinations
+    unreachable: Counter[tuple[str, str, str, str | None, str]] = Counter()
+    unreachable_code = ReasonCode.UNREACHABLE
     recommended_kind = VerdictKind.RECOMMENDED
     for entry in verdicts:
         size = entry.combinations
@@ -73,6 +82,16 @@ def summarise(
             if code not in counted:
                 counted.add(code)
                 by_reason[code] += size
+            if code is unreachable_code:
+                for selection_set in entry.selections:
+                    key = (
+                        entry.recipe,
+                        selection_set.variant,
+                        selection_set.hardware,
+                        selection_set.strategy,
+                        reason.detail,
+                    )
+                    unreachable[key] += selection_set.count
         if is_classified is not None:
             names = {
                 r.flag
@@ -89,4 +108,15 @@ def summarise(
         undeclared_guide_only=guide_only - declared,
         by_reason={str(code): size for code, size in sorted(by_reason.items())},
         unclassified_env=dict(sorted(unclassified.items(), key=lambda kv: (-kv[1], kv[0]))),
+        unreachable=tuple(
+            UnreachableGroup(
+                recipe=recipe,
+                variant=variant,
+                hardware=hardware,
+                strategy=strategy,
+                combinations=combinations,
+                why=why,
+            )
+            for (recipe, variant, hardware, strategy, why), combinations in unreachable.items()
+        ),
     )

@@ -329,6 +329,22 @@ class Claim(BaseModel):
         return self.hardware
 
 
+class UnreachableGroup(BaseModel):
+    """Guide-only combinations of one (recipe, variant, hardware, strategy) that no recipe
+    edit can bring to any in-scope evidence point (reason ``unreachable``), and why."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    recipe: str
+    variant: str
+    hardware: str
+    strategy: str | None
+    combinations: int
+    #: the ``unreachable`` reason's detail: which evidence shapes exist and why the
+    #: schema cannot express them
+    why: str
+
+
 class AuditSummary(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -341,13 +357,19 @@ class AuditSummary(BaseModel):
     #: environment variables no policy rule names (major by default) that a guide-only
     #: reason names -> the combinations they decided; written only when there are some
     unclassified_env: dict[str, int] = Field(default_factory=dict)
+    #: the unreachable combinations, grouped by recipe, variant, hardware, strategy and
+    #: why, in report order; written only when there are some
+    unreachable: tuple[UnreachableGroup, ...] = ()
 
     @model_serializer(mode="wrap")
-    def _without_empty_unclassified(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """No ``unclassified_env`` key when every name is classified (the usual case)."""
+    def _without_empty_lists(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """No ``unclassified_env`` key when every name is classified, no ``unreachable``
+        key when every cell is reachable (the usual cases)."""
         data: dict[str, Any] = handler(self)
         if not self.unclassified_env:
             data.pop("unclassified_env", None)
+        if not self.unreachable:
+            data.pop("unreachable", None)
         return data
 
 

@@ -6,11 +6,21 @@ import shlex
 from typing import TextIO
 
 from provenance.audit.explain import Explanation
+from provenance.audit.verdicts import Reason
 from provenance.escaping import terminal
+from provenance.model.reasons import ReasonCode
 from provenance.report.grouping import diff_text, reason_label, short_record
 
 #: Most candidate evidence points listed in full.
 MAX_CANDIDATES = 25
+
+
+def _reason_text(reason: Reason) -> str:
+    record = [f"record {short_record(reason.record)}"] if reason.record else []
+    cited = [*record, ", ".join(reason.sources)] if reason.sources else record
+    sources = f" [{' '.join(cited)}]" if cited else ""
+    detail = f" — {reason.detail}" if reason.detail else ""
+    return reason_label(reason) + sources + detail
 
 
 def write(explanation: Explanation, out: TextIO) -> None:
@@ -75,12 +85,18 @@ def write(explanation: Explanation, out: TextIO) -> None:
         add(f"   declared guide-only by {terminal(explanation.declared_by)}")
     for ref in explanation.evidence:
         add(f"   evidence {terminal(ref.record)} ({terminal(', '.join(ref.prs))})")
-    for reason in explanation.reasons:
-        record = [f"record {short_record(reason.record)}"] if reason.record else []
-        cited = [*record, ", ".join(reason.sources)] if reason.sources else record
-        sources = f" [{' '.join(cited)}]" if cited else ""
-        detail = f" — {reason.detail}" if reason.detail else ""
-        add(f"   - {terminal(reason_label(reason) + sources + detail)}")
+    # An unreachable combination: no recipe edit reaches evidence, so that reason comes
+    # first and the others (flag differences to shapes the schema cannot express) are
+    # marked secondary.
+    unreachable = [r for r in explanation.reasons if r.code == ReasonCode.UNREACHABLE]
+    others = [r for r in explanation.reasons if r.code != ReasonCode.UNREACHABLE]
+    for reason in unreachable:
+        add(f"   - {terminal(_reason_text(reason))}")
+    if unreachable and others:
+        add("   secondary (no recipe edit reaches evidence, so fixing these alone cannot help):")
+    for reason in others:
+        mark = "secondary: " if unreachable else ""
+        add(f"   - {mark}{terminal(_reason_text(reason))}")
     for near in explanation.nearest:
         add(
             f"   nearest for {terminal(near.role or '')}: {terminal(near.config_key)} "

@@ -21,6 +21,11 @@ combinations) stays small:
 * the selections of one verdict group are the sorted integers, run-length
   encoded as ``[gap, run, gap, run, ...]``.
 
+The unreachable groups (``summary.unreachable``: combinations no recipe edit can bring
+to any in-scope evidence point) are also written on the server, as their own section
+after the matrices (:func:`unreachable_section`, every value through
+:func:`~provenance.report.pr_html.html_text`); the matrices mark their cells apart.
+
 The page layout is described in ``docs/report.md``.
 """
 
@@ -46,11 +51,12 @@ from provenance.audit.verdicts import (
     NearestEvidence,
     Reason,
     RoleFlags,
+    UnreachableGroup,
 )
 from provenance.model.combination import PdPool, PdSelection, Selection
 from provenance.model.ledger import SweepRun
 from provenance.model.reasons import VerdictKind
-from provenance.report.pr_html import HtmlGate, gate_section
+from provenance.report.pr_html import HtmlGate, gate_section, html_text
 
 if TYPE_CHECKING:
     from provenance.review.diff import DiffReport
@@ -574,6 +580,36 @@ def _csp_hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
 
 
+def unreachable_section(groups: Sequence[UnreachableGroup]) -> str:
+    """The ``<section id="unreachable">`` element: one table row per unreachable group
+    (empty when there is none). Plain HTML, shown without JavaScript; every value from
+    the audit is escaped and none goes into an attribute."""
+    if not groups:
+        return ""
+    total = sum(g.combinations for g in groups)
+    out = [
+        '<section id="unreachable" class="unreachable-section"'
+        ' aria-labelledby="unreachable-title">',
+        f'<h2 id="unreachable-title">Unreachable groups ({len(groups)}): no recipe edit '
+        f"reaches evidence — {total} combination(s)</h2>",
+        '<p class="unreachable-note">Evidence exists for these cells, but only in deployment '
+        "shapes the recipe schema cannot express; their other reasons are secondary.</p>",
+        '<table class="unreachable-groups"><thead><tr><th scope="col">recipe</th>'
+        '<th scope="col">variant</th><th scope="col">hardware</th>'
+        '<th scope="col">strategy</th><th scope="col">combinations</th>'
+        '<th scope="col">why</th></tr></thead><tbody>',
+    ]
+    for group in groups:
+        out.append(
+            f"<tr><td>{html_text(group.recipe)}</td><td><code>{html_text(group.variant)}</code>"
+            f"</td><td><code>{html_text(group.hardware)}</code></td>"
+            f"<td>{html_text(group.strategy or 'omni')}</td><td>{group.combinations}</td>"
+            f"<td>{html_text(group.why)}</td></tr>"
+        )
+    out.append("</tbody></table>\n</section>")
+    return "\n".join(out) + "\n"
+
+
 def render_html(
     report: AuditReport,
     *,
@@ -611,6 +647,7 @@ def render_html(
         "<noscript><p>This page needs JavaScript to draw the evidence matrix. The data is "
         "in the JSON element <code>provenance-data</code>; <code>provenance audit "
         "--format json</code> gives the same audit as JSON.</p></noscript></main>\n"
+        f"{unreachable_section(report.summary.unreachable)}"
         '<script type="application/json" id="provenance-data">'
         f"{embed_json(data)}</script>\n"
         f"<script>{script}</script>\n"

@@ -7,7 +7,7 @@ every blocking group in the reviewer's order — regressions, new claims, new un
 flags, new guide-only combinations — each with the flag it is about, its cells and the
 nearest evidence. It is plain HTML written on the server (it shows without JavaScript);
 every value in it comes from the audit of an untrusted PR and goes through
-:func:`html.escape` (:func:`_e`), never into an attribute other than ``class`` and
+:func:`html.escape` (:func:`html_text`), never into an attribute other than ``class`` and
 ``id``, whose values are fixed here.
 """
 
@@ -123,7 +123,7 @@ def _gate_group(group: BlockGroup) -> GateGroup:
     )
 
 
-def _e(value: object) -> str:
+def html_text(value: object) -> str:
     """An untrusted value as HTML text (control characters made visible first)."""
     return html.escape(terminal(value), quote=True)
 
@@ -133,10 +133,10 @@ def gate_section(gate: HtmlGate) -> str:
     state = "pass" if gate.passed else "fail"
     out = [
         f'<section id="gate" class="gate gate-{state}" aria-labelledby="gate-verdict">',
-        f'<p id="gate-verdict" class="gate-verdict"><strong>{_e(gate.verdict)}</strong></p>',
+        f'<p id="gate-verdict" class="gate-verdict"><strong>{html_text(gate.verdict)}</strong></p>',
     ]
     if gate.no_evidence:
-        out.append(f'<p class="gate-note"><strong>{_e(gate.no_evidence)}</strong></p>')
+        out.append(f'<p class="gate-note"><strong>{html_text(gate.no_evidence)}</strong></p>')
     for category in SECTION_ORDER:
         groups = [g for g in gate.groups if g.category == category]
         if not groups:
@@ -146,7 +146,7 @@ def gate_section(gate: HtmlGate) -> str:
         count = len(groups) if category == "new-claim" else total
         out.append(
             f'<h2 class="gate-category" data-category="{category}">'
-            f"{_e(CATEGORY_TITLE[category])} — {count} {what}</h2>"
+            f"{html_text(CATEGORY_TITLE[category])} — {count} {what}</h2>"
         )
         out.append('<ol class="gate-groups">')
         for group in groups:
@@ -157,15 +157,16 @@ def gate_section(gate: HtmlGate) -> str:
 
 
 def _group_item(group: GateGroup) -> str:
-    recipes = ", ".join(_e(r) for r in group.recipes)
+    recipes = ", ".join(html_text(r) for r in group.recipes)
     if group.category == "new-claim":
         head = (
-            f"<code>{_e(group.subject)}</code> in {recipes} — "
+            f"<code>{html_text(group.subject)}</code> in {recipes} — "
             f"{group.combinations} recommended combination(s) back it"
         )
     else:
         head = (
-            f"<code>{_e(group.subject)}</code> — {group.combinations} combination(s) in {recipes}"
+            f"<code>{html_text(group.subject)}</code> — {group.combinations} combination(s) "
+            f"in {recipes}"
         )
     parts = [f'<li class="gate-group">{head}']
     if group.cells:
@@ -177,14 +178,14 @@ def _group_item(group: GateGroup) -> str:
         )
         for cell in group.cells:
             parts.append(
-                f"<tr><td><code>{_e(cell.variant)}</code></td>"
-                f"<td><code>{_e(cell.hardware)}</code></td>"
-                f"<td>{', '.join(_e(s) for s in cell.strategies)}</td>"
-                f"<td>{cell.combinations}</td><td>{_e(cell.nearest)}</td></tr>"
+                f"<tr><td><code>{html_text(cell.variant)}</code></td>"
+                f"<td><code>{html_text(cell.hardware)}</code></td>"
+                f"<td>{', '.join(html_text(s) for s in cell.strategies)}</td>"
+                f"<td>{cell.combinations}</td><td>{html_text(cell.nearest)}</td></tr>"
             )
         parts.append("</tbody></table>")
     if group.detail:
         label = "Why" if group.category == "new-claim" else "Reasons"
-        parts.append(f'<p class="gate-detail">{label}: {_e(group.detail)}</p>')
+        parts.append(f'<p class="gate-detail">{label}: {html_text(group.detail)}</p>')
     parts.append("</li>")
     return "".join(parts)

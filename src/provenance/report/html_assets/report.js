@@ -57,7 +57,8 @@
   });
   var feats = D.features.map(function (r) { return { col: str(r[0]), suffix: str(r[1]) }; });
   var groups = D.groups.map(function (g) {
-    return { recipe: g[0], guide: g[1] === 1, roleset: g[2], reasons: g[3], nearest: g[4], evidence: g[5], declared: str(g[6]), runs: g[7], dist: distance(g[4]) };
+    return { recipe: g[0], guide: g[1] === 1, roleset: g[2], reasons: g[3], nearest: g[4], evidence: g[5], declared: str(g[6]), runs: g[7], dist: distance(g[4]),
+      unreachable: g[3].some(function (r) { return str(D.reasons[r][0]) === "unreachable"; }) };
   });
   /* How far the nearest evidence is: per role the smallest flag difference, summed; -1 when none. */
   function distance(nearest) {
@@ -237,7 +238,7 @@
       var c = cells[id];
       if (!c) {
         c = cells[id] = { id: id, recipe: sh.recipe, family: sh.family, variant: sh.variant, hw: sh.hw, col: col,
-          rec: 0, guide: 0, declared: 0, near: -1, groups: {}, changes: {}, removed: [] };
+          rec: 0, guide: 0, declared: 0, unreachable: 0, near: -1, groups: {}, changes: {}, removed: [] };
       }
       return c;
     }
@@ -252,6 +253,7 @@
       if (g.guide) {
         c.guide++;
         if (g.declared) { c.declared++; }
+        if (g.unreachable) { c.unreachable++; }
         if (g.dist !== -1 && (c.near === -1 || g.dist < c.near)) { c.near = g.dist; }
       } else { c.rec++; }
       c.groups[cGroup[i]] = (c.groups[cGroup[i]] || 0) + 1;
@@ -277,16 +279,19 @@
   function cellClass(c) {
     if (c.rec + c.guide === 0) { return "removed-only"; }
     if (c.guide === 0) { return "rec"; }
+    /* No recipe edit reaches evidence for any cell: grouped apart (the section after the matrices). */
+    if (c.rec === 0 && c.unreachable === c.guide) { return "unreachable"; }
     if (c.rec === 0) { return c.declared === c.guide ? "declared" : "guide"; }
     return "mixed";
   }
-  var ICON = { rec: "✔", guide: "✖", declared: "◆", mixed: "◐", "removed-only": "−" };
+  var ICON = { rec: "✔", guide: "✖", declared: "◆", unreachable: "⊘", mixed: "◐", "removed-only": "−" };
   function changeText(c) {
     return Object.keys(c.changes).sort().map(function (k) { return c.changes[k] + " " + k; }).join(", ");
   }
   function cellLabel(c) {
     var parts = [c.variant + " on " + c.hw + ", " + c.family + " " + c.col + ":",
-      c.rec + " recommended,", c.guide + " guide-only" + (c.declared ? " (" + c.declared + " declared)" : "")];
+      c.rec + " recommended,", c.guide + " guide-only" + (c.declared ? " (" + c.declared + " declared)" : "") +
+      (c.unreachable ? " (" + c.unreachable + " unreachable: no recipe edit reaches evidence)" : "")];
     var label = parts.join(" ");
     if (c.guide) { label += c.near === -1 ? "; no nearest evidence" : "; nearest evidence differs in " + c.near + (c.near === 1 ? " flag" : " flags"); }
     var ch = changeText(c);
@@ -361,6 +366,7 @@
   var legend = el("div", { cls: "legend", "aria-label": "Legend" }, [
     legendItem("rec", "all recommended"), legendItem("mixed", "some recommended, some guide-only"),
     legendItem("guide", "guide-only"), legendItem("declared", "guide-only, all declared"),
+    legendItem("unreachable", "guide-only, unreachable: no recipe edit reaches evidence"),
     D.diff ? el("span", null, [el("span", { cls: "swatch cell rec changed", "aria-hidden": "true" }), text(" changed in the diff")]) : null,
     el("span", null, [el("span", { cls: "swatch", "aria-hidden": "true", text: "·" }), text("not selectable / no match")]),
     el("span", null, [el("span", { cls: "swatch", "aria-hidden": "true", text: "≈2" }), text("nearest evidence differs in 2 flags (∅: none in scope)")])
@@ -436,7 +442,7 @@
         var k = cellClass(c);
         var counts = [];
         if (c.rec) { counts.push("✔" + c.rec); }
-        if (c.guide) { counts.push((k === "declared" ? "◆" : "✖") + c.guide); }
+        if (c.guide) { counts.push((k === "declared" || k === "unreachable" ? ICON[k] : "✖") + c.guide); }
         if (!c.rec && !c.guide) { counts.push("removed " + c.removed.length); }
         var near = c.guide ? (c.near === -1 ? "∅" : "≈" + c.near) : "";
         var label = cellLabel(c);
