@@ -36,7 +36,16 @@ from provenance.model.record import EvidenceRecord
 from provenance.model.scope import DeploymentKind
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-OUTCOME_FIELDS = ("verdict", "roles", "reasons", "nearest", "evidence", "scope", "role_flags")
+OUTCOME_FIELDS = (
+    "verdict",
+    "roles",
+    "reasons",
+    "nearest",
+    "nearest_overall",
+    "evidence",
+    "scope",
+    "role_flags",
+)
 
 
 def mismatches(
@@ -231,6 +240,11 @@ def test_judge_matches_reference_on_every_minimax_key(
         ReasonCode.UNREACHABLE,
     } <= codes
     assert sum(1 for outcome in outcomes if outcome.nearest) > 1000
+    # some nearest points overall are unvalidated, the nearest validated one further away
+    overall = [o for o in outcomes if o.nearest_overall]
+    assert overall
+    assert all(n.validated for o in overall for n in o.nearest)
+    assert not any(n.validated for o in overall for n in o.nearest_overall)
     assert mismatches(graph, classify, keys, per_node) == []
 
 

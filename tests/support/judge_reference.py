@@ -157,10 +157,11 @@ class ReferenceJudge:
                 RoleFlags(role=j.role, node_rank=None, flags=j.provenance) for j in judgements
             ),
             reasons=tuple(ordered),
-            nearest=() if evidence else _nearest_evidence(judgements),
+            nearest=() if evidence else _nearest_evidence(judgements, validated_only=True),
             evidence=evidence,
             scope=self.scope_of(key.model_id, key.hardware, key.kind),
             role_flags=tuple((j.role, j.flags) for j in judgements),
+            nearest_overall=() if evidence else _nearest_overall(judgements),
         )
 
     def _unreachable(self, key: CombinationKey) -> list[Reason]:
@@ -394,13 +395,19 @@ def _nearest(records: Sequence[IndexedRecord], diffs: Mapping[str, FlagSetDiff])
     return min(records, key=lambda r: (diffs[r.id].size, not r.validated, r.id))
 
 
-def _nearest_evidence(judgements: Sequence[ReferenceRole]) -> tuple[NearestEvidence, ...]:
+def _nearest_evidence(
+    judgements: Sequence[ReferenceRole], *, validated_only: bool = False
+) -> tuple[NearestEvidence, ...]:
+    """The common candidate at the smallest summed distance; with ``validated_only``, among
+    the validated ones when there are any (the entry's ``nearest``)."""
     if not judgements:
         return ()
     common = set.intersection(*({r.id for r in j.candidates} for j in judgements))
+    by_id = {r.id: r for r in judgements[0].candidates}
+    if validated_only and any(by_id[i].validated for i in common):
+        common = {i for i in common if by_id[i].validated}
     if not common:
         return ()
-    by_id = {r.id: r for r in judgements[0].candidates}
     best = by_id[
         min(
             common,
@@ -408,6 +415,14 @@ def _nearest_evidence(judgements: Sequence[ReferenceRole]) -> tuple[NearestEvide
         )
     ]
     return tuple(_nearest_of(best, j) for j in judgements)
+
+
+def _nearest_overall(judgements: Sequence[ReferenceRole]) -> tuple[NearestEvidence, ...]:
+    """The nearest common candidate of all, when it is not the nearest validated one."""
+    overall = _nearest_evidence(judgements)
+    if overall == _nearest_evidence(judgements, validated_only=True):
+        return ()
+    return overall
 
 
 def _nearest_of(best: IndexedRecord, judgement: ReferenceRole) -> NearestEvidence:
@@ -423,6 +438,7 @@ def _nearest_of(best: IndexedRecord, judgement: ReferenceRole) -> NearestEvidenc
         prs=best.prs,
         role=judgement.role,
         distance=diff.size,
+        validated=best.validated,
         only_recipe={k: v for k, v in diff.only_left.items() if k not in defaults},
         only_evidence={k: v for k, v in diff.only_right.items() if k not in defaults},
         changed=dict(sorted(changed.items())),

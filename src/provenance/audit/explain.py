@@ -90,6 +90,7 @@ class Explanation(BaseModel):
     nearest: tuple[NearestEvidence, ...]
     evidence: tuple[EvidenceRef, ...]
     declared_by: str | None = None
+    nearest_overall: tuple[NearestEvidence, ...] = ()
 
 
 def explain(
@@ -194,4 +195,5 @@ def explain(
         nearest=outcome.nearest,
         evidence=outcome.evidence,
         declared_by=declared,
+        nearest_overall=outcome.nearest_overall,
     )

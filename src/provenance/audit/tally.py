@@ -153,6 +153,7 @@ class Tally:
                     roles=outcome.roles,
                     reasons=outcome.reasons,
                     nearest=outcome.nearest,
+                    nearest_overall=outcome.nearest_overall,
                     evidence=outcome.evidence,
                     declared_by=group.declared_by,
                 )

@@ -132,6 +132,9 @@ class NearestEvidence:
     prs: tuple[str, ...] = ()
     role: str | None = None
     distance: int
+    #: whether a green sweep run validates the point (following its diff can reach
+    #: ``recommended``; a point without one reaches only ``evidence-not-validated``)
+    validated: bool = False
     only_recipe: dict[str, str] = field(default_factory=dict)
     only_evidence: dict[str, str] = field(default_factory=dict)
     changed: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -253,7 +256,12 @@ class VerdictEntry:
     verdict: VerdictKind
     roles: tuple[RoleFlags, ...]
     reasons: tuple[Reason, ...] = ()
+    #: the nearest *validated* evidence point when one is in scope (else the nearest
+    #: overall), one entry per role
     nearest: tuple[NearestEvidence, ...] = ()
+    #: the nearest point overall, per role, when it is not :attr:`nearest` (then it is
+    #: closer but not validated); empty otherwise
+    nearest_overall: tuple[NearestEvidence, ...] = ()
     evidence: tuple[EvidenceRef, ...] = ()
     declared_by: str | None = None
 

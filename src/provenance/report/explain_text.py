@@ -97,9 +97,14 @@ def write(explanation: Explanation, out: TextIO) -> None:
     for reason in others:
         mark = "secondary: " if unreachable else ""
         add(f"   - {mark}{terminal(_reason_text(reason))}")
-    for near in explanation.nearest:
-        add(
-            f"   nearest for {terminal(near.role or '')}: {terminal(near.config_key)} "
-            f"({terminal(', '.join(near.prs))}), {near.distance} difference(s)"
-        )
+    for label, points in (
+        ("nearest", explanation.nearest),
+        ("nearest overall", explanation.nearest_overall),
+    ):
+        for near in points:
+            which = "nearest validated" if label == "nearest" and near.validated else label
+            add(
+                f"   {which} for {terminal(near.role or '')}: {terminal(near.config_key)} "
+                f"({terminal(', '.join(near.prs))}), {near.distance} difference(s)"
+            )
     out.write("\n".join(lines) + "\n")

@@ -88,6 +88,10 @@ class GroupRow:
     codes: set[str] = field(default_factory=set)
     #: nearest evidence of the guide-only cells (:func:`nearest_label`) -> combinations
     nearest: Counter[str] = field(default_factory=Counter)
+    #: the labels of :attr:`nearest` whose point is validated
+    validated: set[str] = field(default_factory=set)
+    #: the nearest evidence overall where it is not :attr:`nearest` (closer, unvalidated)
+    nearest_overall: Counter[str] = field(default_factory=Counter)
     #: records named as nearest evidence by the guide-only cells
     nearest_records: set[str] = field(default_factory=set)
     #: guide-only cells with reason ``unreachable``, and why (the reasons' details)
@@ -105,9 +109,31 @@ class GroupRow:
 
     def top_nearest(self) -> tuple[str, int] | None:
         """The nearest evidence (and its difference) of most guide-only cells."""
-        if not self.nearest:
-            return None
-        return min(self.nearest.items(), key=lambda kv: (-kv[1], kv[0]))
+        return _most(self.nearest)
+
+    def top_overall(self) -> tuple[str, int] | None:
+        """The nearest evidence overall of most guide-only cells whose nearest validated
+        point is another one (None when there are none)."""
+        return _most(self.nearest_overall)
+
+    def nearest_lines(self) -> list[tuple[str, str, int]]:
+        """``(heading, label, combinations)``: the top nearest evidence, headed ``nearest
+        validated`` when it is validated, then the top nearest overall where that differs."""
+        lines = []
+        top = self.top_nearest()
+        if top is not None:
+            heading = "nearest validated" if top[0] in self.validated else "nearest"
+            lines.append((heading, *top))
+        overall = self.top_overall()
+        if overall is not None:
+            lines.append(("nearest overall", *overall))
+        return lines
+
+
+def _most(counts: Counter[str]) -> tuple[str, int] | None:
+    if not counts:
+        return None
+    return min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def group_rows(
@@ -144,7 +170,12 @@ def group_rows(
                     row.unreachable += count
                     row.unreachable_why[reason.detail] += count
             if entry.nearest:
-                row.nearest[nearest_label(entry.nearest, most)] += count
+                label = nearest_label(entry.nearest, most)
+                row.nearest[label] += count
+                if entry.nearest[0].validated:
+                    row.validated.add(label)
+                if entry.nearest_overall:
+                    row.nearest_overall[nearest_label(entry.nearest_overall, most)] += count
                 row.nearest_records.update(n.record for n in entry.nearest)
                 distance = sum(n.distance for n in entry.nearest)
                 if row.distance is None or distance < row.distance:

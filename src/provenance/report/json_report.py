@@ -139,7 +139,7 @@ class _EntryWriter:
     def entry(self, entry: VerdictEntry) -> str:
         cached, texts = self._json.get, self._texts.get
         recipe, verdict, declared_by = entry.recipe, entry.verdict, entry.declared_by
-        nearest, evidence = entry.nearest, entry.evidence  # mostly empty
+        nearest, overall, evidence = entry.nearest, entry.nearest_overall, entry.evidence
         role, selections = self._role, entry.selections
         sets = (  # mostly one
             self._selection_set(selections[0])
@@ -153,6 +153,7 @@ class _EntryWriter:
             f'"roles":[{",".join([cached(id(r)) or role(r) for r in entry.roles])}],'
             f'"reasons":{self._array(entry.reasons)},'
             f'"nearest":{self._array(nearest) if nearest else "[]"},'
+            f'"nearest_overall":{self._array(overall) if overall else "[]"},'
             f'"evidence":{self._array(evidence) if evidence else "[]"},'
             f'"declared_by":{texts(declared_by) or self._value(declared_by)}}}'
         )

@@ -168,8 +168,13 @@ def write(
             reasons = "<br>".join(f"{cell(label)} ({count})" for label, count in shown)
             if len(row.reasons) > len(shown):
                 reasons += f"<br>… {len(row.reasons) - len(shown)} more"
-            nearest = row.top_nearest()
-            near = f"{cell(_short(nearest[0]))} ({nearest[1]})" if nearest else "—"
+            near = (
+                "<br>".join(
+                    f"{heading}: {cell(_short(label))} ({count})"
+                    for heading, label, count in row.nearest_lines()
+                )
+                or "—"
+            )
             cells = [*where(row), str(row.guide_only), reasons or "—", near]
             table.add("| " + " | ".join(cells) + " |")
         lines += table.close("actionable groups")

@@ -257,10 +257,9 @@ def _group_table(rows: list[GroupRow], multi: bool, show_all: bool) -> Table:
         if left > 0:
             reasons.append("\n")
             reasons.append(terminal(f"… {left} more reasons ({SEE_ALL})"))
-        nearest = row.top_nearest()
-        if nearest is not None:
+        for heading, label, count in row.nearest_lines():
             reasons.append("\n")
-            reasons.append(terminal(f"nearest ({nearest[1]}): {nearest[0]}"), style="cyan")
+            reasons.append(terminal(f"{heading} ({count}): {label}"), style="cyan")
         cells = [
             _t(row.variant),
             _t(row.hardware),

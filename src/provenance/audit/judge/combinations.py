@@ -5,8 +5,9 @@ For ``pd_cluster`` prefill and decode must be matched by the *same* evidence poi
 ``topology-mismatch`` (also when the flags match an evidence point of another
 deployment kind); an exact match with no green sweep (or a partial extraction) is
 ``evidence-not-validated``. The nearest evidence is the single point closest over all
-roles. :class:`Judge` memoises every level (scope candidates, role indexes, role
-judgements, outcomes) against one evidence index.
+roles: the nearest validated one when one is in scope, the nearest overall beside it when
+that is another (unvalidated, closer) point. :class:`Judge` memoises every level (scope
+candidates, role indexes, role judgements, outcomes) against one evidence index.
 """
 
 from __future__ import annotations
@@ -49,12 +50,15 @@ class Outcome:
     verdict: VerdictKind
     roles: tuple[RoleFlags, ...]
     reasons: tuple[Reason, ...]
+    #: the nearest validated point when one is in scope, else the nearest overall
     nearest: tuple[NearestEvidence, ...]
     evidence: tuple[EvidenceRef, ...]
     scope: Scope
     role_flags: tuple[tuple[str, FlagSet], ...]
     #: the role judgements behind :attr:`roles` (none when the scope has no evidence)
     judgements: tuple[RoleJudgement, ...] = ()
+    #: the nearest point overall when it differs from :attr:`nearest` (not validated)
+    nearest_overall: tuple[NearestEvidence, ...] = ()
 
     @cached_property
     def reason_codes(self) -> tuple[str, ...]:
@@ -162,25 +166,37 @@ class Judge:
 
     def _nearest_evidence(
         self, key: CombinationKey, judgements: Sequence[RoleJudgement]
-    ) -> tuple[NearestEvidence, ...]:
-        """The single evidence point closest over all roles, with each role's difference.
+    ) -> tuple[tuple[NearestEvidence, ...], tuple[NearestEvidence, ...]]:
+        """The single evidence point closest over all roles, with each role's difference:
+        the nearest validated one when one is in scope (else the nearest overall), and the
+        nearest overall when that is another point (else empty).
 
         Closest: the smallest sum of the roles' diff sizes; ties go to a validated point,
         then to the lowest id. Points with the same major FlagSets in every role are at
-        the same distance, so one per such signature is scored (:meth:`_signatures`).
+        the same distance, so one per such signature is scored (:meth:`_signatures`): the
+        one ties resolve to, validated if any of them is.
         """
         if not judgements:
-            return ()
+            return (), ()
         roles = tuple(j.role for j in judgements)
         signatures = self._signature_records(key.model_id, key.hardware, key.kind, roles)
-        if not signatures.records:
-            return ()
+        records = signatures.records
+        if not records:
+            return (), ()
         totals = judgements[0].distances_to(signatures, 0)
         for position in range(1, len(judgements)):
             vector = judgements[position].distances_to(signatures, position)
             totals = list(map(operator.add, totals, vector))
-        best = signatures.records[totals.index(min(totals))]
-        return tuple(j.nearest_evidence(best) for j in judgements)
+        best = records[totals.index(min(totals))]
+        overall = tuple(j.nearest_evidence(best) for j in judgements)
+        if best.validated:
+            return overall, ()
+        validated = [i for i, record in enumerate(records) if record.validated]
+        if not validated:
+            return overall, ()
+        # records are in tie-break order: the first at the smallest total wins a tie
+        chosen = records[min(validated, key=totals.__getitem__)]
+        return tuple(j.nearest_evidence(chosen) for j in judgements), overall
 
     def _signature_records(
         self, model_id: str, hardware: str, kind: DeploymentKind, roles: tuple[str, ...]
@@ -259,15 +275,17 @@ class Judge:
             and not (role_reasons and any(j.reasons for j in judgements))
         ):  # defensive: never silent
             reasons.append(Reason(code=ReasonCode.NO_EVIDENCE, detail="no evidence point matched"))
+        nearest, overall = ((), ()) if evidence else self._nearest_evidence(key, judgements)
         return Outcome(
             verdict=verdict,
             roles=tuple(j.role_flags for j in judgements),
             reasons=ordered(reasons, judgements if role_reasons else ()),
-            nearest=() if evidence else self._nearest_evidence(key, judgements),
+            nearest=nearest,
             evidence=evidence,
             scope=self._scope(model_id, hardware, kind),
             role_flags=role_flags,
             judgements=tuple(judgements),
+            nearest_overall=overall,
         )
 
     def unreachable(self, model_id: str, hardware: str, kind: DeploymentKind) -> Reason | None:

@@ -77,6 +77,7 @@ class RoleJudgement:
                 prs=record.prs,
                 role=self.role,
                 distance=len(only_recipe) + len(only_evidence) + len(changed),
+                validated=record.validated,
                 only_recipe=only_recipe,
                 only_evidence=only_evidence,
                 changed=changed,
