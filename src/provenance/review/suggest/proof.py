@@ -9,7 +9,8 @@ original audit, one by one:
 
 * **gained**: guide-only before, recommended after;
 * **lost**: recommended before, guide-only after;
-* **worse**: guide-only both times, but further from the nearest evidence point;
+* **worse**: guide-only both times, but further from the nearest evidence point (of all
+  points, validated or not: the verdict entry's ``nearest_overall`` when it has one);
 * **better**: guide-only both times and closer;
 * anything else is unchanged.
 
@@ -102,10 +103,13 @@ def reachable_points(graph: EvidenceIndex, gpus_per_node: Mapping[str, int]) -> 
 
 
 def _outcome(entry: VerdictEntry, reachable: Reachable | None) -> _Outcome:
-    distance = sum(n.distance for n in entry.nearest) if entry.nearest else None
+    # the nearest point of all (validated or not): the search already aims at validated
+    # points; here an edit must move no combination away from any evidence
+    nearest = entry.nearest_overall or entry.nearest
+    distance = sum(n.distance for n in nearest) if nearest else None
     if distance is not None and reachable is not None and entry.selections:
         hardware = entry.selections[0].hardware
-        if not all(reachable(n.record, hardware) for n in entry.nearest):
+        if not all(reachable(n.record, hardware) for n in nearest):
             distance = None
     return _Outcome(entry.verdict is VerdictKind.RECOMMENDED, distance)
 
