@@ -11,10 +11,14 @@ the validated one first.
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Sequence
+
+from click.testing import CliRunner
 
 from provenance.audit.pipeline import AuditFilters, AuditInputs, run_audit
 from provenance.audit.verdicts import AuditReport, NearestEvidence, VerdictEntry
+from provenance.cli.main import cli
 from provenance.model.reasons import VerdictKind
 from provenance.report import markdown, text
 from provenance.report.grouping import group_rows, nearest_label
@@ -76,3 +80,26 @@ def test_the_summaries_head_the_validated_point_first() -> None:
     md = io.StringIO()
     markdown.write(report, md)
     assert "nearest validated: " in md.getvalue() and "<br>nearest overall: " in md.getvalue()
+
+
+def test_explain_lists_the_validated_point_then_the_closer_one() -> None:
+    """nvfp4 · b200 · single_node_tp without features: the nearest validated point is
+    further than an unvalidated one; explain names both, validated first, and the JSON
+    carries both with their ``validated`` flag."""
+    args = [
+        "explain", RECIPE, "--variant", "nvfp4", "--hardware", "b200",
+        "--strategy", "single_node_tp",
+    ]  # fmt: skip
+    runner = CliRunner()
+    shown = runner.invoke(cli, args)
+    assert shown.exit_code == 0, shown.output
+    lines = [line.strip() for line in shown.stdout.splitlines() if "nearest" in line]
+    validated = [line for line in lines if line.startswith("nearest validated for serve:")]
+    overall = [line for line in lines if line.startswith("nearest overall for serve:")]
+    assert len(validated) == 1 and len(overall) == 1
+    assert lines.index(validated[0]) < lines.index(overall[0])
+    data = json.loads(runner.invoke(cli, [*args, "--format", "json"]).stdout)
+    (near,), (far,) = data["nearest"], data["nearest_overall"]
+    assert near["validated"] is True and far["validated"] is False
+    assert far["distance"] < near["distance"]
+    assert f"{near['config_key']} (" in validated[0] and f"{far['config_key']} (" in overall[0]
