@@ -378,11 +378,13 @@ def _split_within_hardware(
     #: hardware -> strategy -> lacking? -> optional features of each cell
     split: dict[str, dict[str, dict[bool, list[frozenset[str]]]]] = {}
     for entry in baseline.verdicts:
-        if entry.verdict is VerdictKind.RECOMMENDED or not entry.nearest:
+        # the nearest point of all, validated or not (as the proof measures distance)
+        nearest = entry.nearest_overall or entry.nearest
+        if entry.verdict is VerdictKind.RECOMMENDED or not nearest:
             continue
         if not any(f.key == key for role in entry.roles for f in role.flags):
             continue
-        lacking = any(key in n.only_recipe for n in entry.nearest)
+        lacking = any(key in n.only_recipe for n in nearest)
         for cell in cells_of(entry):
             if cell.variant != variant:
                 continue
