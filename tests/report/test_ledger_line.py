@@ -63,4 +63,6 @@ def test_the_embedded_ledger_is_identified_by_its_manifest() -> None:
     identity = ledger_identity(ROOT / "ledger")
     assert identity.inferencex is not None
     assert identity.inferencex.revision == REVISION
-    assert "(InferenceX 843c6254ff69, 2026-08-21)" in identity.describe()
+    # the commit date in UTC (2026-08-21T21:59:59-07:00)
+    assert identity.inferencex.date == dt.date(2026, 8, 22)
+    assert "(InferenceX 843c6254ff69, 2026-08-22)" in identity.describe()

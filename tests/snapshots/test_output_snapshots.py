@@ -192,26 +192,29 @@ def test_pr682_comment_opens_with_the_verdict_and_lists_regressions_first(
     """The review's PR: exit 1, the verdict line first, then the blocking sections in
     order (regressions, new claims, new unevidenced flags — whichever there are).
 
-    Against the all-models ledger with scoped sweeps nothing is recommended before the
-    PR (#2120's sweep head ran none of its records: runners/launch_b200-dgxc.sh changed
-    on main between that head and the merge), so nothing regresses and no new claim is
-    unbacked; the gate fails on the 1224 combinations that newly carry the FP8 indexer
-    flag no in-scope evidence sets."""
+    Against the all-models ledger with sweeps scoped by re-extraction (#2120's run ran
+    all 32 of its records: its runner launchers changed on main between the swept head
+    and the merge without changing what ran), 4 combinations recommended before the PR
+    regress, 1 new verified claim is unbacked, and 1224 combinations newly carry the FP8
+    indexer flag no in-scope evidence sets."""
     args = tuple(pr682_repo.get(a[1:-1], a) if a.startswith("{") else a for a in PR)
     titles = (
         "Regressed: was recommended, now guide",
         "New verified claim no recommended combination backs",
         "New major flag or value no in",
     )
-    for fmt, verdict in (("markdown", "**gate: FAIL — 0 regressed"), ("text", "gate: FAIL")):
+    for fmt, verdict in (
+        ("markdown", "**gate: FAIL — 4 regressed"),
+        ("text", "gate: FAIL — 4 regressed"),
+    ):
         code, out = _run(("audit", *args, "--format", fmt), {})
         text = out.decode("utf-8")
         assert code == 1
         first = text.splitlines()[0]
         assert first.startswith(verdict), first
-        assert "0 new unbacked claim" in first and "1224 newly carry" in first
+        assert "1 new unbacked claim" in first and "1224 newly carry" in first
         positions = [text.index(t) for t in titles if t in text]
-        assert positions and positions == sorted(positions), fmt
+        assert len(positions) == len(titles) and positions == sorted(positions), fmt
         assert "`serve: attention_config.indexer_kv_dtype=fp8`" in text or fmt == "text"
         if fmt == "markdown":
             assert len(text) < 65_536
