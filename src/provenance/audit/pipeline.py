@@ -26,10 +26,16 @@ from provenance.audit.normaliser import PolicyNormaliser, RoleNormaliser
 from provenance.audit.reverse import reverse_entries
 from provenance.audit.summary import cited_records, record_table, summarise
 from provenance.audit.tally import Tally
-from provenance.audit.verdicts import AuditReport, Claim, ReverseEntry, VerdictEntry
+from provenance.audit.verdicts import (
+    AuditReport,
+    Claim,
+    RecipeError,
+    ReverseEntry,
+    VerdictEntry,
+)
 from provenance.audit.walks.cells import CellWalk, audit_cells
 from provenance.audit.walks.selections import SelectionWalk
-from provenance.errors import IntegrityError, UsageError
+from provenance.errors import InputError, IntegrityError, UsageError
 from provenance.model.combination import RenderResult, Selection
 from provenance.model.ledger import Declarations, LedgerEntry, LedgerIdentity
 from provenance.normalise.policy import Policy, default_policy, load_policy
@@ -82,6 +88,7 @@ def audit(
     ledger: str | None = None,
     ledger_source: LedgerIdentity | None = None,
     notices: Sequence[str] = (),
+    errors: Sequence[RecipeError] = (),
     classify: ClassifyFn | None = None,
     judges: dict[str, Judge] | None = None,
     is_classified: Callable[[str], bool] | None = None,
@@ -145,6 +152,7 @@ def audit(
         ledger=ledger,
         ledger_source=ledger_source,
         notices=tuple(notices),
+        errors=tuple(errors),
         summary=summarise(verdicts, count, is_classified),
         records=record_table(cited, graph),
         verdicts=tuple(verdicts),
@@ -185,6 +193,9 @@ class ResolvedInputs(BaseModel):
     recipes_root: Path
     ledger: Path
     evidence: Path
+    #: True when no RECIPE was named (every recipe of the root): an invalid recipe is
+    #: then reported and skipped instead of stopping the audit
+    every_recipe: bool = False
 
 
 def default_inputs(inputs: AuditInputs) -> ResolvedInputs:
@@ -217,7 +228,13 @@ def default_inputs(inputs: AuditInputs) -> ResolvedInputs:
         if not recipes:
             raise UsageError(f"no recipe given and none under {models}")
     ledger, evidence = ledger_dirs(inputs)
-    return ResolvedInputs(recipes=recipes, recipes_root=root, ledger=ledger, evidence=evidence)
+    return ResolvedInputs(
+        recipes=recipes,
+        recipes_root=root,
+        ledger=ledger,
+        evidence=evidence,
+        every_recipe=not inputs.recipes,
+    )
 
 
 def ledger_dirs(inputs: AuditInputs) -> tuple[Path, Path]:
@@ -343,7 +360,29 @@ def gpus_per_node(root: RecipesRoot) -> dict[str, int]:
     }
 
 
-def recipe_inputs(resolved: ResolvedInputs, filters: AuditFilters) -> list[RecipeInput]:
+def recipe_error(exc: InputError) -> RecipeError:
+    """An invalid recipe's :class:`InputError` as the report's located error."""
+    where = exc.location
+    if where is None:
+        return RecipeError(path="", message=exc.message)
+    return RecipeError(
+        path=where.path, line=where.line, key_path=where.key_path, message=exc.message
+    )
+
+
+def recipe_inputs(
+    resolved: ResolvedInputs,
+    filters: AuditFilters,
+    errors: list[RecipeError] | None = None,
+) -> list[RecipeInput]:
+    """The recipes to audit.
+
+    Each recipe loads on its own: given ``errors`` and auditing every recipe
+    (``every_recipe``), an invalid one is appended to ``errors`` as a
+    :class:`RecipeError` and the rest are audited. Otherwise an invalid recipe (a
+    named RECIPE fails fast) and always an invalid shared file (taxonomy, strategies,
+    kv_store) raise the :class:`InputError` at once.
+    """
     from provenance.recipes.load.loader import load_recipe, load_recipes_root
 
     root = load_recipes_root(resolved.recipes_root)
@@ -351,7 +390,13 @@ def recipe_inputs(resolved: ResolvedInputs, filters: AuditFilters) -> list[Recip
     gpus = gpus_per_node(root)
     inputs = []
     for ref in resolved.recipes:
-        recipe = load_recipe(root, ref)
+        try:
+            recipe = load_recipe(root, ref)
+        except InputError as exc:
+            if errors is None or not resolved.every_recipe:
+                raise
+            errors.append(recipe_error(exc))
+            continue
         meta_hardware = (recipe.spec.meta.hardware if recipe.spec.meta else None) or {}
         inputs.append(
             RecipeInput(
@@ -448,7 +493,8 @@ def run_audit(
     from provenance.store.ledger import ledger_identity
 
     resolved = default_inputs(inputs)
-    recipes = recipe_inputs(resolved, filters)
+    errors: list[RecipeError] = []
+    recipes = recipe_inputs(resolved, filters, errors)
     model_ids = recipe_model_ids(r.cells.recipe for r in recipes if r.cells is not None)
     policy = load_policy(resolved.recipes_root)
     loaded = (shared or EvidenceCache()).load(resolved.ledger, resolved.evidence, model_ids, policy)
@@ -469,6 +515,7 @@ def run_audit(
         ledger=str(resolved.ledger),
         ledger_source=ledger_identity(resolved.ledger),
         notices=notices,
+        errors=errors,
         judges=loaded.judges,
         is_classified=loaded.normaliser.is_classified,
     )

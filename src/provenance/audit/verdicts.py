@@ -25,6 +25,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from provenance.errors import SourceLocation
 from provenance.model.combination import PdPool, PdSelection, Selection
 from provenance.model.ledger import LedgerIdentity
 from provenance.model.reasons import ReasonCode, VerdictKind
@@ -381,6 +382,25 @@ class AuditSummary(BaseModel):
         return data
 
 
+class RecipeError(BaseModel):
+    """A recipe an audit of many could not load: where (file, line, key path) and why.
+
+    The other recipes are audited; the command then exits 3 (docs/cli.md).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    line: int | None = None
+    key_path: str | None = None
+    message: str
+
+    def located(self) -> str:
+        """``file:line (key.path): message``, as the error would print on its own."""
+        where = SourceLocation(self.path, line=self.line, key_path=self.key_path).render()
+        return f"{where}: {self.message}"
+
+
 class AuditReport(BaseModel):
     """Top-level audit output."""
 
@@ -398,6 +418,9 @@ class AuditReport(BaseModel):
     ledger_source: LedgerIdentity | None = None
     offline: bool = True
     notices: tuple[str, ...] = ()
+    #: the recipes that could not be loaded (an audit of every recipe goes on without
+    #: them); left out of the JSON when there is none
+    errors: tuple[RecipeError, ...] = Field(default=(), exclude_if=lambda errors: not errors)
     summary: AuditSummary
     #: every record a flag's evidence refers to; in JSON flags refer to it by index
     records: tuple[RecordSummary, ...] = ()

@@ -10,7 +10,7 @@ import click
 
 from provenance.cli.options import audit_filters, enumeration_options, input_options
 from provenance.cli.runner import run
-from provenance.errors import EXIT_GATE, EXIT_OK, UsageError
+from provenance.errors import EXIT_GATE, EXIT_INPUT, EXIT_OK, UsageError
 from provenance.report.formats import FORMATS
 
 
@@ -92,6 +92,10 @@ def audit(
     Every selectable combination is recommended (one validated evidence point
     has exactly its major flags, per role) or guide-only, with reasons.
 
+    Auditing every recipe, an invalid one is reported (on stderr and in the report)
+    and skipped, the rest audited, and the command exits 3; a named RECIPE that is
+    invalid stops the audit at once.
+
     With --repo/--base/--head, audit what a pull request changes instead: both
     revisions are read from git, and the command exits 1 when the PR makes a
     benchmarked combination worse or adds an unbacked verified claim that no
@@ -141,6 +145,16 @@ def audit(
                 out.close()
         if github_pr:
             _github_check(report, github_pr, comment, token_env)
+        if report.errors:
+            from provenance.escaping import terminal
+
+            for error in report.errors:
+                click.echo(f"invalid input: {terminal(error.located())}", err=True)
+            click.echo(
+                f"{len(report.errors)} invalid recipe(s) not audited; the report covers the rest",
+                err=True,
+            )
+            return EXIT_INPUT
         if strict and report.summary.undeclared_guide_only:
             click.echo(
                 f"{report.summary.undeclared_guide_only} guide-only combination(s) are not "

@@ -507,7 +507,10 @@ def build_page_data(
             "tool_version": enc.s(report.tool_version),
             "ledger": enc.s(report.ledger_line()),
             "offline": report.offline,
-            "notices": [enc.s(n) for n in report.notices],
+            "notices": [
+                *(enc.s(f"invalid recipe, not audited: {e.located()}") for e in report.errors),
+                *(enc.s(n) for n in report.notices),
+            ],
             "summary": report.summary.model_dump(mode="json"),
             "combinations": combinations,
         },

@@ -98,6 +98,10 @@ def write(
     lines = [f"## {markdown_inline(title)}: {recipes}", ""]
     if report.ledger_line():
         lines += [f"Evidence: {markdown_inline(report.ledger_line())}.", ""]
+    if report.errors:
+        lines += [f"**{len(report.errors)} invalid recipe(s), not audited:**", ""]
+        lines += [f"- {markdown_code(e.located())}" for e in report.errors]
+        lines.append("")
     lines.append(
         f"**{summary.combinations}** combinations: **{summary.recommended}** recommended, "
         f"**{summary.guide_only}** guide-only ({summary.declared} declared, "

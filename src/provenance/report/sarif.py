@@ -27,7 +27,7 @@ from typing import Any, TextIO
 from pydantic import TypeAdapter
 
 from provenance import HOME_URL, __version__
-from provenance.audit.verdicts import AuditReport, Claim, Reason, VerdictEntry
+from provenance.audit.verdicts import AuditReport, Claim, Reason, RecipeError, VerdictEntry
 from provenance.escaping import terminal
 from provenance.model.combination import Selection
 from provenance.model.reasons import ReasonCode
@@ -409,7 +409,40 @@ def _document(
 def build(report: AuditReport) -> dict[str, Any]:
     collector = _Collector(report)
     collector.add(report.verdicts)
-    return _document(report, _rules(), [_item(report, r) for r in collector.results.values()])
+    items = [_item(report, r) for r in collector.results.values()]
+    if not report.errors:
+        return _document(report, _rules(), items)
+    items += [_error_item(error) for error in report.errors]
+    return _document(report, _rules([INVALID_RECIPE_RULE]), items)
+
+
+#: the rule of a recipe an audit of every recipe could not load (and so did not audit)
+INVALID_RECIPE_RULE: dict[str, Any] = {
+    "id": "invalid-recipe",
+    "name": "InvalidRecipe",
+    "shortDescription": {"text": "Invalid recipe, not audited"},
+    "fullDescription": {
+        "text": "The recipe file does not load (YAML or schema error); the other recipes "
+        "were audited and the command exits 3."
+    },
+    "helpUri": f"{DOCS_URL}#invalid-recipes",
+    "defaultConfiguration": {"level": "error"},
+}
+
+
+def _error_item(error: RecipeError) -> dict[str, Any]:
+    region = {"startLine": error.line} if error.line is not None else {}
+    location: dict[str, Any] = {"artifactLocation": {"uri": _artifact_uri(error.path)}}
+    if region:
+        location["region"] = region
+    return {
+        "ruleId": INVALID_RECIPE_RULE["id"],
+        "ruleIndex": len(ReasonCode),
+        "level": "error",
+        "message": {"text": terminal(error.located())},
+        "locations": [{"physicalLocation": location}],
+        "properties": {"keyPath": _inert(error.key_path)},
+    }
 
 
 # ---------------------------------------------------------------------------------------

@@ -95,6 +95,10 @@ def write(
     console.print(title)
     if report.ledger_line():
         console.print(_t(report.ledger_line()))
+    if report.errors:
+        console.print(_t(f"{len(report.errors)} invalid recipe(s), not audited:", "bold red"))
+        for error in report.errors:
+            console.print(_t(f"  {error.located()}", "red"))
     for notice in report.notices:
         console.print(_t(f"notice: {notice}", "yellow"))
     console.print(
