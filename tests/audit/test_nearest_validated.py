@@ -1,11 +1,11 @@
 """``nearest`` is the nearest *validated* evidence point when one is in scope, and
 ``nearest_overall`` the nearest of all when that is another (closer, unvalidated) point.
 
-On the embedded MiniMax-M3 recipe and evidence: no mxfp8 · b200 · single_node_tp point
-is validated, so ``nearest`` there is the nearest overall, labelled unvalidated, and
-nothing else is shown; on nvfp4 · b200 · single_node_tp some combinations (the agentic
-MTP ones) are nearer an unvalidated point than any validated one, and every output shows
-the validated one first.
+On the embedded MiniMax-M3 recipe and evidence: no mxfp8 · h200 · single_node_tp point
+is validated (no recorded sweep ran a Hopper MXFP8 record), so ``nearest`` there is
+the nearest overall, labelled unvalidated, and nothing else is shown; on nvfp4 · b200 ·
+single_node_tp some combinations (the agentic MTP ones) are nearer an unvalidated point
+than any validated one, and every output shows the validated one first.
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ from provenance.report.grouping import group_rows, nearest_label
 RECIPE = "MiniMaxAI/MiniMax-M3"
 
 
-def _report(variant: str) -> AuditReport:
-    filters = AuditFilters(variants=(variant,), hardware=("b200",), strategies=("single_node_tp",))
+def _report(variant: str, hardware: str = "b200") -> AuditReport:
+    filters = AuditFilters(
+        variants=(variant,), hardware=(hardware,), strategies=("single_node_tp",)
+    )
     return run_audit(AuditInputs(recipes=(RECIPE,)), filters)
 
 
@@ -36,7 +38,8 @@ def _total(points: tuple[NearestEvidence, ...]) -> int:
 
 
 def test_without_a_validated_point_nearest_is_the_nearest_overall() -> None:
-    entries = [e for e in _report("mxfp8").verdicts if e.verdict is VerdictKind.GUIDE_ONLY]
+    report = _report("mxfp8", "h200")
+    entries = [e for e in report.verdicts if e.verdict is VerdictKind.GUIDE_ONLY]
     assert entries and all(e.nearest for e in entries)
     assert not any(n.validated for e in entries for n in e.nearest)
     assert not any(e.nearest_overall for e in entries)

@@ -2,9 +2,10 @@
 
 On the embedded MiniMax-M3 recipe and evidence, mxfp8 · b200 · single_node_tp lacks
 ``--kv-cache-dtype fp8``: the ``missing-flag`` reason comes from the nearest point that
-sets every recipe flag, which is not the nearest point overall. The reason names its
-record, that record sets the flag to the value the reason cites, and the text names
-the record too.
+sets every recipe flag, which is not the nearest point overall (an unvalidated record
+without the flag). The reason names its record, that record sets the flag to the value
+the reason cites, the nearest validated point shown first sets it too, and the text
+names the record.
 """
 
 from __future__ import annotations
@@ -37,9 +38,13 @@ def test_missing_flag_names_the_record_that_sets_it() -> None:
     cited = {r.record: r for r in report.records}[reason.record]
     assert tuple(cited.prs) == reason.sources
     # the nearest point overall is another record, without the flag: the reason's own
-    # record is what the reader must compare against
-    assert all(n.record != reason.record for n in entry.nearest)
-    assert all("kv_cache_dtype" not in n.only_evidence for n in entry.nearest)
+    # record is what the reader must compare against; the nearest *validated* point,
+    # which the outputs show first, sets the flag as the reason says
+    assert entry.nearest_overall
+    assert all(n.record != reason.record for n in entry.nearest_overall)
+    assert all("kv_cache_dtype" not in n.only_evidence for n in entry.nearest_overall)
+    assert all(n.validated for n in entry.nearest)
+    assert all(n.only_evidence.get("kv_cache_dtype") == "fp8" for n in entry.nearest)
 
 
 def test_reasons_about_every_point_name_no_record() -> None:

@@ -246,8 +246,10 @@ def test_topology_mismatch_when_flags_match_but_shape_differs() -> None:
     )
     combo = pd_combo("--tensor-parallel-size 8", "--tensor-parallel-size 8")
     verdict = only(run([combo], [record], [entry(5, record)]))
-    assert codes(verdict) == ["topology-mismatch"]
-    reason = verdict.reasons[0]
+    # Two decode workers is a shape no recipe edit can express (a pd_cluster role has one
+    # worker), so the combination is also unreachable, which is named first.
+    assert codes(verdict) == ["unreachable", "topology-mismatch"]
+    reason = verdict.reasons[1]
     assert reason.role == "decode"
     assert reason.recipe_value == "1 worker"
     assert reason.evidence_value == "2 workers"

@@ -228,7 +228,9 @@ def test_terminal_output_shows_rich_markup_literally(outputs: Outputs, name: str
     """rich markup in a value (``[link=…]``) must be shown, not interpreted (OSC 8 links)."""
     text = outputs.terminal[name]
     if "onerror" in text or "octocat" in text:
-        assert "[link=https://e.x]k[/link]" in text.replace("\n", ""), name
+        # rich wraps a long cell with padding, wherever the (path-dependent) width falls:
+        # compare without whitespace (the markup itself has none)
+        assert "[link=https://e.x]k[/link]" in re.sub(r"\s", "", text), name
 
 
 def _prose(markdown: str) -> str:

@@ -195,7 +195,7 @@ def test_pr682_comment_opens_with_the_verdict_and_lists_regressions_first(
     Against the all-models ledger with sweeps scoped by re-extraction (#2120's run ran
     all 32 of its records: its runner launchers changed on main between the swept head
     and the merge without changing what ran), 4 combinations recommended before the PR
-    regress, 1 new verified claim is unbacked, and 1224 combinations newly carry the FP8
+    regress, 1 new verified claim is unbacked, and 360 combinations newly carry the FP8
     indexer flag no in-scope evidence sets."""
     args = tuple(pr682_repo.get(a[1:-1], a) if a.startswith("{") else a for a in PR)
     titles = (
@@ -212,7 +212,7 @@ def test_pr682_comment_opens_with_the_verdict_and_lists_regressions_first(
         assert code == 1
         first = text.splitlines()[0]
         assert first.startswith(verdict), first
-        assert "1 new unbacked claim" in first and "1224 newly carry" in first
+        assert "1 new unbacked claim" in first and "360 newly carry" in first
         positions = [text.index(t) for t in titles if t in text]
         assert len(positions) == len(titles) and positions == sorted(positions), fmt
         assert "`serve: attention_config.indexer_kv_dtype=fp8`" in text or fmt == "text"
