@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import click
 
@@ -12,12 +12,6 @@ from provenance.cli.options import audit_filters, enumeration_options, input_opt
 from provenance.cli.runner import run
 from provenance.errors import EXIT_GATE, EXIT_INPUT, EXIT_OK, UsageError
 from provenance.report.formats import FORMATS
-
-
-def _open_output(path: Path | None) -> TextIO:
-    if path is None:
-        return sys.stdout
-    return path.open("w", encoding="utf-8")
 
 
 @click.command()
@@ -132,17 +126,19 @@ def audit(
             ),
             filters,
         )
-        out = _open_output(output)
-        try:
-            if fmt == "text" and output is None:
+        if output is None:
+            if fmt == "text":
                 from provenance.report.text import write as write_text
 
-                write_text(report, out, color=out.isatty(), show_all=show_all)
+                write_text(report, sys.stdout, color=sys.stdout.isatty(), show_all=show_all)
             else:
+                write_report(report, fmt, sys.stdout, show_all=show_all)
+        else:
+            from provenance.store.atomic import atomic_text_stream
+
+            # the report appears whole or not at all (an error mid-write leaves no file)
+            with atomic_text_stream(output) as out:
                 write_report(report, fmt, out, show_all=show_all)
-        finally:
-            if out is not sys.stdout:
-                out.close()
         if github_pr:
             _github_check(report, github_pr, comment, token_env)
         if report.errors:
@@ -207,12 +203,13 @@ def _pr_audit(
             repo=repo, base=base, head=head, ledger=ledger, evidence=evidence, filters=filters
         )
     )
-    out = _open_output(output)
-    try:
-        write_pr_audit(result, fmt, out)
-    finally:
-        if out is not sys.stdout:
-            out.close()
+    if output is None:
+        write_pr_audit(result, fmt, sys.stdout)
+    else:
+        from provenance.store.atomic import atomic_text_stream
+
+        with atomic_text_stream(output) as out:
+            write_pr_audit(result, fmt, out)
     if github_pr and result.head_report is not None:
         _github_check(result.head_report, github_pr, comment, token_env)
     if not result.diff.gate.passed:

@@ -52,7 +52,9 @@ def graph(
             if output is None:
                 write_graphml(exported, sys.stdout.buffer)
             else:
-                with output.open("wb") as handle:
+                from provenance.store.atomic import atomic_binary_stream
+
+                with atomic_binary_stream(output) as handle:
                     write_graphml(exported, handle)
             return EXIT_OK
         if fmt == "dot":
@@ -64,7 +66,9 @@ def graph(
         if output is None:
             click.echo(text, nl=False)
         else:
-            output.write_text(text, encoding="utf-8")
+            from provenance.store.atomic import atomic_write_text
+
+            atomic_write_text(output, text)
         return EXIT_OK
 
     run(action)

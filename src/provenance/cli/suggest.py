@@ -69,7 +69,9 @@ def suggest(
         if output is None:
             write(report, fmt, sys.stdout)
         else:
-            with output.open("w", encoding="utf-8") as out:
+            from provenance.store.atomic import atomic_text_stream
+
+            with atomic_text_stream(output) as out:
                 write(report, fmt, out)
         return EXIT_OK
 

@@ -17,9 +17,12 @@ leftovers as warnings.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import secrets
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO, TextIO
 
 #: Suffix of temporary files; readers skip hidden files ending with it.
 TEMP_SUFFIX = ".tmp"
@@ -89,11 +92,47 @@ def ensure_directory(directory: Path) -> None:
     fsync_directory(directory.parent)
 
 
+def _temp_for(path: Path) -> Path:
+    return path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+
+
+@contextlib.contextmanager
+def atomic_binary_stream(path: Path) -> Iterator[BinaryIO]:
+    """Stream bytes into ``path``: the target is replaced (atomically, durably) only when
+    the block ends without an exception; otherwise it is left as it was. For outputs too
+    large to hold twice in memory (a report of every recipe). The directory must exist."""
+    temp = _temp_for(path)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        temp.replace(path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+    fsync_directory(path.parent)
+
+
+@contextlib.contextmanager
+def atomic_text_stream(path: Path) -> Iterator[TextIO]:
+    """:func:`atomic_binary_stream` for UTF-8 text."""
+    with atomic_binary_stream(path) as handle:
+        text = io.TextIOWrapper(handle, encoding="utf-8", newline="")
+        try:
+            yield text
+            text.flush()
+        finally:
+            text.detach()
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically and durably (see the module docstring)."""
     directory = path.parent
     ensure_directory(directory)
-    temp = directory / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+    temp = _temp_for(path)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         try:
