@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from provenance.audit.verdicts import AuditReport, EvidenceRef, RoleFlags, VerdictEntry
 from provenance.model.combination import Selection
-from provenance.model.reasons import VerdictKind
+from provenance.model.reasons import ReasonCode, VerdictKind
 from provenance.review.diff import CombinationChange, DiffReport, FlagChanges
 
 _Key = tuple[str, Selection]
@@ -69,6 +69,17 @@ def _expand(report: AuditReport | None) -> Iterator[tuple[_Key, VerdictEntry]]:
             yield (entry.recipe, selection), entry
 
 
+def _in_scope(entry: VerdictEntry) -> bool:
+    """The gate's test, restated: some in-scope evidence point exists for the entry
+    (it is recommended, has a reason only in-scope evidence gives, or a flag an in-scope
+    record sets); a change in a cell without any is *unbenchmarked* and never blocks."""
+    return (
+        entry.verdict is VerdictKind.RECOMMENDED
+        or any(r.code is not ReasonCode.NO_EVIDENCE for r in entry.reasons)
+        or any(f.evidence for role in entry.roles for f in role.flags)
+    )
+
+
 def per_selection_diff(
     base: AuditReport | None, head: AuditReport | None
 ) -> tuple[list[CombinationChange], Lens, int, int]:
@@ -85,7 +96,8 @@ def per_selection_diff(
         if before is None:
             for role_flags in head_flags.values():
                 lens_keys.update(role_flags.items())
-            blocking = guide_only and entry.declared_by is None
+            undeclared = guide_only and entry.declared_by is None
+            blocking = undeclared and _in_scope(entry)
             changes.append(
                 CombinationChange(
                     recipe=recipe,
@@ -98,6 +110,7 @@ def per_selection_diff(
                     declared_by=entry.declared_by,
                     blocking=blocking,
                     block_reason="new-guide-only" if blocking else None,
+                    unbenchmarked=undeclared and not blocking,
                 )
             )
             continue
@@ -110,9 +123,12 @@ def per_selection_diff(
         if not verdict_changed and flags.empty:
             continue
         block_reason: str | None = None
+        unbenchmarked = False
         if guide_only and entry.declared_by is None:
             if before.verdict is VerdictKind.RECOMMENDED:
                 block_reason = "regressed-verdict"
+            elif not (_in_scope(before) or _in_scope(entry)):
+                unbenchmarked = True
             elif _role_flag_values(entry.roles, unevidenced=True) - _role_flag_values(
                 before.roles, unevidenced=False
             ):
@@ -130,6 +146,7 @@ def per_selection_diff(
                 declared_by=entry.declared_by,
                 blocking=block_reason is not None,
                 block_reason=block_reason,
+                unbenchmarked=unbenchmarked,
             )
         )
     for key, entry in base_map.items():
@@ -185,11 +202,13 @@ def assert_same_as_per_selection(
     )
     blocking = sum(1 for c in changes if c.blocking)
     declared = sum(1 for c in changes if c.declared_by and c.head_verdict is VerdictKind.GUIDE_ONLY)
+    # the gate passes when nothing blocks and no new `verified` claim is unbacked (claims
+    # are decided per recipe, not per combination: counted here, not restated)
     assert (diff.gate.blocking, diff.gate.declared, diff.gate.passed) == (
         blocking,
         declared,
-        blocking == 0,
-    )
+        blocking == 0 and diff.gate.claims == 0,
+    ), (diff.gate, blocking, declared)
     assert [(e.key, e.value) for e in diff.lens] == sorted(lens)
     for entry in diff.lens:
         occurrences = Counter(
