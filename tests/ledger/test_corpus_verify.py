@@ -82,7 +82,7 @@ def test_real_ingest_verifies_and_a_forged_record_is_suspect(
         workspace.ledger.merge_entry(entry)
     workspace.ledger.merge_entry(LedgerEntry(pr=PR2120, records=(forged_id,)))
 
-    report = verify(workspace.ledger_root, workspace.evidence_root, mirror)
+    report = verify(workspace.ledger_root, workspace.evidence_root, mirror, extract=extract)
     assert report.reextraction == "done"
     assert report.summary.reextracted == len(result.records) + 1
     statuses = {r.id: r.status for r in report.records}
