@@ -335,6 +335,13 @@ DEFAULT_RULES: tuple[PolicyRule, ...] = _rules(
         ("load_format", HARNESS, _S7_HARNESS + " (weight loading)"),
         ("safetensors_load_strategy", HARNESS, _ENV_STORAGE.format("safetensors loading")),
         ("env:AIPERF_*", HARNESS, _ENV_CLIENT.format("AIPerf, AIPERF_*")),
+        (
+            "env:MC_*",
+            HARNESS,
+            _S7_HARNESS + " (Mooncake transfer engine, MC_*: KV-transfer plumbing)",
+        ),
+        ("env:MOONCAKE_CONFIG_PATH", HARNESS, _S7_HARNESS + " (Mooncake config file path)"),
+        ("env:PYTHONHASHSEED", HARNESS, _S7_HARNESS + " (Python hash seed of the launcher)"),
         ("env:WEKA_*", HARNESS, _ENV_STORAGE.format("WEKA storage, WEKA_*")),
         ("env:RUNAI_STREAMER_*", HARNESS, _ENV_STORAGE.format("Run:ai model streamer")),
         ("env:AWS_*", HARNESS, _ENV_STORAGE.format("object storage credentials, AWS_*")),
