@@ -126,6 +126,13 @@ def audit(
             ),
             filters,
         )
+        if report.errors and not report.recipes:
+            # every recipe is invalid: nothing was audited, so no report is written
+            from provenance.escaping import terminal
+
+            for error in report.errors:
+                click.echo(f"invalid input: {terminal(error.located())}", err=True)
+            return EXIT_INPUT
         if output is None:
             if fmt == "text":
                 from provenance.report.text import write as write_text
