@@ -99,4 +99,6 @@ def test_the_hook_passes_a_comment_only_change_and_fails_a_regression(
     assert "Failed" in done.stdout
     assert "- exit code: 1" in done.stdout
     assert "\ngate: FAIL" in done.stdout
-    assert "BLOCK MiniMaxAI/MiniMax-M3 · mxfp8" in done.stdout  # the FP8 indexer cells
+    # the blocking group of the FP8 indexer cells, as the one-screen text names it
+    assert "BLOCKING" in done.stdout
+    assert "attention_config.indexer_kv_dtype=fp8" in done.stdout
