@@ -259,6 +259,21 @@ def _source(snapshot: Snapshot, files: Iterable[tuple[str, FileKind]]) -> Eviden
     )
 
 
+def _workload_points(point: MultiNodePoint) -> list[WorkloadPoint]:
+    """One workload per concurrency of a multinode search-space point."""
+    return [
+        WorkloadPoint(
+            scenario=point.scenario,
+            isl=point.isl,
+            osl=point.osl,
+            conc=conc,
+            prefill=point.prefill.label() if point.prefill else None,
+            decode=point.decode.label() if point.decode else None,
+        )
+        for conc in point.concs
+    ]
+
+
 def _single_topology(point: SingleNodePoint) -> Topology:
     gpus = point.tp * point.pp * point.pcp_size
     role = RoleTopology(
@@ -492,17 +507,7 @@ class _Extractor:
             {name: role.flags for name, role in evidence.roles.items()},
             evidence.partial,
         )
-        workloads = [
-            WorkloadPoint(
-                scenario=point.scenario,
-                isl=point.isl,
-                osl=point.osl,
-                conc=conc,
-                prefill=point.prefill.label() if point.prefill else None,
-                decode=point.decode.label() if point.decode else None,
-            )
-            for conc in point.concs
-        ]
+        workloads = _workload_points(point)
         out.drafts.append(
             _Draft(
                 record,
@@ -555,17 +560,7 @@ class _Extractor:
             {name: role.flags for name, role in recipe.roles.items()},
             partial,
         )
-        workloads = [
-            WorkloadPoint(
-                scenario=point.scenario,
-                isl=point.isl,
-                osl=point.osl,
-                conc=conc,
-                prefill=point.prefill.label() if point.prefill else None,
-                decode=point.decode.label() if point.decode else None,
-            )
-            for conc in point.concs
-        ]
+        workloads = _workload_points(point)
         out.drafts.append(
             _Draft(
                 record,
