@@ -13,7 +13,7 @@ import click
 from provenance.cli.options import evidence_dir_option, ledger_dir_option
 from provenance.cli.runner import run
 from provenance.escaping import terminal
-from provenance.evidence.inferencex.ingest import Progress
+from provenance.evidence.inferencex.extractor import Progress
 from provenance.ingest.inferencex import IngestOptions, ingest_inferencex, render_report
 from provenance.store.paths import CACHE_ENV, default_cache_dir
 

@@ -18,8 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from provenance import __version__
 from provenance.errors import UsageError
 from provenance.escaping import terminal
-from provenance.evidence.inferencex.ingest import IngestSummary, Progress, extract
+from provenance.evidence.inferencex.extractor import Progress
+from provenance.evidence.inferencex.ingest import extract
 from provenance.evidence.inferencex.plan import PlannedMerge, plan_vllm_merges
+from provenance.evidence.inferencex.summary import IngestSummary
 from provenance.model.ledger import LedgerManifest, SourceRevision
 from provenance.sources.git import is_ancestor, open_repo, resolve_commit
 from provenance.store.evidence import EvidenceStore

@@ -22,6 +22,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from provenance.errors import UsageError
 
+#: The repository every evidence record and ledger entry comes from.
+INFERENCEX_REPO = "SemiAnalysisAI/InferenceX"
+
 LEDGER_PR_SCHEMA: Literal["provenance.ledger.pr/v1"] = "provenance.ledger.pr/v1"
 DECLARATIONS_SCHEMA: Literal["provenance.ledger.declarations/v1"] = (
     "provenance.ledger.declarations/v1"
@@ -73,7 +76,7 @@ class PrRef(BaseModel):
         return f"{self.repo.replace('/', '__')}__{self.number}"
 
     @classmethod
-    def parse(cls, text: str, default_repo: str = "SemiAnalysisAI/InferenceX") -> PrRef:
+    def parse(cls, text: str, default_repo: str = INFERENCEX_REPO) -> PrRef:
         text = text.strip()
         if text.startswith("#") and text[1:].isdigit():
             text = f"{default_repo}{text}"
@@ -227,7 +230,7 @@ class SourceRevision(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    repo: str = "SemiAnalysisAI/InferenceX"
+    repo: str = INFERENCEX_REPO
     #: the full commit id
     revision: CommitId
     #: the commit's date

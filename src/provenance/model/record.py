@@ -23,10 +23,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from provenance.model.flags import FlagSet
+from provenance.model.ledger import INFERENCEX_REPO
 
 RECORD_SCHEMA = "provenance.evidence/v1"
 
 EvidenceRole = Literal["serve", "prefill", "decode"]
+
+
+#: What role a file read for a record plays.
+SourceFileKind = Literal["master-config", "launcher", "srt-slurm-recipe", "perf-changelog", "other"]
 
 
 class SourceFile(BaseModel):
@@ -36,13 +41,13 @@ class SourceFile(BaseModel):
 
     path: str
     blob_sha: str
-    kind: Literal["master-config", "launcher", "srt-slurm-recipe", "perf-changelog", "other"]
+    kind: SourceFileKind
 
 
 class EvidenceSource(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    repo: str = "SemiAnalysisAI/InferenceX"
+    repo: str = INFERENCEX_REPO
     commit: str
     files: tuple[SourceFile, ...]
 

@@ -36,6 +36,7 @@ CHECKER_MODULES = (
     "provenance.escaping",
     "provenance.model",
     "provenance.model.flags",
+    "provenance.model.ledger",
     "provenance.model.record",
     "provenance.store",
     "provenance.store.atomic",

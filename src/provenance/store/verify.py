@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from provenance.errors import EXIT_INTEGRITY, EXIT_OK, ProvenanceError, UsageError
 from provenance.escaping import terminal
-from provenance.model.ledger import LedgerEntry
+from provenance.model.ledger import INFERENCEX_REPO, LedgerEntry
 from provenance.model.record import EvidenceRecord
 from provenance.sources.git import Commit, commit_or_none, is_blob, open_repo, tree_entry
 from provenance.store.evidence import EvidenceStore, is_record_id
@@ -43,7 +43,6 @@ from provenance.store.record_index import check_index, index_path
 
 VERIFY_SCHEMA: Literal["provenance.verify/v1"] = "provenance.verify/v1"
 #: The repository ``--inferencex`` is a checkout of.
-INFERENCEX_REPO = "SemiAnalysisAI/InferenceX"
 
 Reextract = Callable[[EvidenceRecord], EvidenceRecord | None]
 

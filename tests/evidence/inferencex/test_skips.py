@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from provenance.evidence.inferencex.ingest import IngestSummary
 from provenance.evidence.inferencex.skips import (
     SKIP_CODES,
     SKIP_MESSAGES,
     legacy_code,
     skip_message,
 )
+from provenance.evidence.inferencex.summary import IngestSummary
 
 DOC = Path(__file__).parents[3] / "docs" / "evidence.md"
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from provenance.errors import InputError
 from provenance.evidence.inferencex.blocks import key_blocks, master_files_at
-from provenance.evidence.inferencex.ingest import KeyExtraction, extract_key
+from provenance.evidence.inferencex.extractor import KeyExtraction, extract_key
 from provenance.model.ledger import LedgerEntry, RecordScope, SweepRun
 from provenance.model.record import EvidenceRecord, WorkloadPoint, canonical_json
 from provenance.sources.git import (
