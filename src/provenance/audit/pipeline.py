@@ -170,6 +170,9 @@ class AuditInputs(BaseModel):
     recipes_root: Path | None = None
     ledger: Path | None = None
     evidence: Path | None = None
+    #: Report an invalid named RECIPE and audit the rest, as an audit of every recipe
+    #: does (the PR audit: each changed recipe is audited on its own)
+    report_invalid: bool = False
 
 
 class AuditFilters(BaseModel):
@@ -193,9 +196,10 @@ class ResolvedInputs(BaseModel):
     recipes_root: Path
     ledger: Path
     evidence: Path
-    #: True when no RECIPE was named (every recipe of the root): an invalid recipe is
-    #: then reported and skipped instead of stopping the audit
-    every_recipe: bool = False
+    #: True when no RECIPE was named (every recipe of the root) or the caller asked
+    #: (``AuditInputs.report_invalid``): an invalid recipe is then reported and skipped
+    #: instead of stopping the audit
+    report_invalid: bool = False
 
 
 def default_inputs(inputs: AuditInputs) -> ResolvedInputs:
@@ -233,7 +237,7 @@ def default_inputs(inputs: AuditInputs) -> ResolvedInputs:
         recipes_root=root,
         ledger=ledger,
         evidence=evidence,
-        every_recipe=not inputs.recipes,
+        report_invalid=not inputs.recipes or inputs.report_invalid,
     )
 
 
@@ -377,8 +381,8 @@ def recipe_inputs(
 ) -> list[RecipeInput]:
     """The recipes to audit.
 
-    Each recipe loads on its own: given ``errors`` and auditing every recipe
-    (``every_recipe``), an invalid one is appended to ``errors`` as a
+    Each recipe loads on its own: given ``errors`` and auditing every recipe or asked to
+    (``report_invalid``), an invalid one is appended to ``errors`` as a
     :class:`RecipeError` and the rest are audited. Otherwise an invalid recipe (a
     named RECIPE fails fast) and always an invalid shared file (taxonomy, strategies,
     kv_store) raise the :class:`InputError` at once.
@@ -393,7 +397,7 @@ def recipe_inputs(
         try:
             recipe = load_recipe(root, ref)
         except InputError as exc:
-            if errors is None or not resolved.every_recipe:
+            if errors is None or not resolved.report_invalid:
                 raise
             errors.append(recipe_error(exc))
             continue

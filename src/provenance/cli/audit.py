@@ -93,7 +93,9 @@ def audit(
     With --repo/--base/--head, audit what a pull request changes instead: both
     revisions are read from git, and the command exits 1 when the PR makes a
     benchmarked combination worse or adds an unbacked verified claim that no
-    declaration covers (docs/audit.md, "The PR gate").
+    declaration covers (docs/audit.md, "The PR gate"). Each changed recipe is
+    audited on its own: one invalid in the head is reported and blocks, the rest
+    are diffed, and the command exits 3 after writing the report.
     """
 
     def action() -> int:
@@ -219,7 +221,17 @@ def _pr_audit(
             write_pr_audit(result, fmt, out)
     if github_pr and result.head_report is not None:
         _github_check(result.head_report, github_pr, comment, token_env)
-    if not result.diff.gate.passed:
+    if result.diff.errors:
+        from provenance.escaping import terminal
+
+        for error in result.diff.errors:
+            click.echo(f"invalid input: {terminal(error.located())}", err=True)
+        click.echo(
+            f"{len(result.diff.errors)} recipe(s) invalid in the head, not audited there; "
+            "the report covers the rest",
+            err=True,
+        )
+    if result.diff.gate.blocking or result.diff.gate.claims:
         gate = result.diff.gate
         click.echo(
             f"gate: {gate.blocking} combination(s) made worse and {gate.claims} new unbacked "

@@ -3,7 +3,8 @@
 Both readable writers follow one order, the reviewer's (``docs/audit.md``, "The PR gate"):
 
 1. the verdict line: ``gate: PASS`` or ``gate: FAIL`` and why, with the count of each
-   blocking category;
+   blocking category; then the recipes invalid in the head (blocking) and in the base
+   (a notice), each ``<commit>:<path>:<line> (key.path): message``;
 2. the blocking groups, ordered regressions, new claims, new unevidenced flags, new
    guide-only combinations; each names the flag and value it is about, its cells
    (variant × hardware, with their strategies and features) and the nearest evidence
@@ -351,7 +352,33 @@ def verdict_line(diff: DiffReport, groups: Iterable[BlockGroup]) -> str:
         )
     counts = category_counts(diff, groups)
     why = ", ".join(f"{counts[c]} {CATEGORY_COUNT[c]}" for c in SECTION_ORDER)
-    return f"gate: FAIL — {why}; not covered by a declaration{tail}"
+    parts = [f"{gate.invalid} recipe(s) invalid in the head"] if gate.invalid else []
+    if gate.blocking or gate.claims:
+        parts.append(f"{why}; not covered by a declaration")
+    return f"gate: FAIL — {'; '.join(parts)}{tail}"
+
+
+def invalid_titles(diff: DiffReport) -> list[tuple[str, list[str]]]:
+    """(title, located errors) of the recipes invalid in the head (blocking) and in the
+    base (a notice), those there are (plain text: escape it to render)."""
+    out = []
+    if diff.errors:
+        out.append(
+            (
+                f"{len(diff.errors)} recipe(s) invalid in the head, not audited (blocking: "
+                "the site would refuse them)",
+                [e.located() for e in diff.errors],
+            )
+        )
+    if diff.base_errors:
+        out.append(
+            (
+                f"notice: {len(diff.base_errors)} recipe(s) invalid in the base, not audited "
+                "there (their head combinations count as new)",
+                [e.located() for e in diff.base_errors],
+            )
+        )
+    return out
 
 
 def write_json(diff: DiffReport, out: TextIO) -> None:
@@ -481,6 +508,10 @@ def write_markdown(diff: DiffReport, out: TextIO) -> None:
     md = _Budget(MARKDOWN_LIMIT)
     w = md.write
     w(f"**{markdown_inline(verdict_line(diff, groups))}**\n\n")
+    for title, located in invalid_titles(diff):
+        w(f"**{markdown_inline(title)}:**\n\n")
+        w("".join(f"- {markdown_code(line)}\n" for line in located))
+        w("\n")
     recipes = ", ".join(markdown_code(r) for r in diff.recipes) or "none"
     w(
         f"provenance PR audit {markdown_code(diff.base)} → {markdown_code(diff.head)}; "
@@ -614,6 +645,9 @@ def write_text(diff: DiffReport, out: TextIO) -> None:
     w = out.write
     groups = blocking_groups(diff.changes)
     w(terminal(verdict_line(diff, groups)) + "\n")
+    for title, located in invalid_titles(diff):
+        w(f"{terminal(title)}:\n")
+        w("".join(f"  {terminal(line)}\n" for line in located))
     w(f"PR audit {terminal(diff.base)} -> {terminal(diff.head)}\n")
     w(f"recipes: {', '.join(terminal(r) for r in diff.recipes) or 'none changed'}\n")
     w(

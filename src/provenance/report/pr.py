@@ -1,8 +1,8 @@
 """Write a PR audit in the requested format and decide its exit code.
 
 ``json``, ``markdown`` and ``text`` describe the diff (changes, flag lens, gate);
-``sarif`` carries only what the PR introduces, on the lines it changed
-(:func:`provenance.report.sarif.build_pr`);
+``sarif`` carries only what the PR introduces, on the lines it changed, and each recipe
+invalid in the head (:func:`provenance.report.sarif.build_pr`);
 ``html`` is the head audit's page with the changed cells highlighted.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TextIO
 
-from provenance.errors import EXIT_GATE, EXIT_OK
+from provenance.errors import EXIT_GATE, EXIT_INPUT, EXIT_OK
 from provenance.escaping import markdown_inline, terminal
 from provenance.report.diff import write_json, write_markdown, write_text
 from provenance.report.pr_html import no_evidence_line
@@ -58,4 +58,8 @@ def write_pr_audit(result: PrAuditResult, fmt: str, out: TextIO) -> None:
 
 
 def gate_exit_code(result: PrAuditResult) -> int:
+    """3 when a recipe is invalid in the head (the report is written first), else 1 when
+    the gate fails, else 0 (docs/cli.md)."""
+    if result.diff.errors:
+        return EXIT_INPUT
     return EXIT_OK if result.diff.gate.passed else EXIT_GATE

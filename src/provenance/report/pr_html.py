@@ -23,6 +23,7 @@ from provenance.report.diff import (
     SECTION_ORDER,
     BlockGroup,
     blocking_groups,
+    invalid_titles,
     verdict_line,
 )
 from provenance.review.diff import DiffReport
@@ -64,6 +65,9 @@ class HtmlGate(BaseModel):
     groups: tuple[GateGroup, ...] = ()
     #: :func:`no_evidence_line`, when the ledger has no evidence for a recipe's model
     no_evidence: str = ""
+    #: (title, located errors) of the recipes invalid in the head (blocking) and in the
+    #: base (a notice): :func:`~provenance.report.diff.invalid_titles`
+    invalid: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @classmethod
     def from_review(cls, diff: DiffReport) -> HtmlGate:
@@ -88,6 +92,7 @@ class HtmlGate(BaseModel):
             verdict=verdict_line(diff, blocking),
             groups=tuple(g for c in SECTION_ORDER for g in by_category[c]),
             no_evidence=no_evidence_line(diff) if diff.no_evidence else "",
+            invalid=tuple((title, tuple(lines)) for title, lines in invalid_titles(diff)),
         )
 
 
@@ -135,6 +140,11 @@ def gate_section(gate: HtmlGate) -> str:
         f'<section id="gate" class="gate gate-{state}" aria-labelledby="gate-verdict">',
         f'<p id="gate-verdict" class="gate-verdict"><strong>{html_text(gate.verdict)}</strong></p>',
     ]
+    for title, located in gate.invalid:
+        out.append(f'<p class="gate-note"><strong>{html_text(title)}:</strong></p>')
+        out.append('<ul class="gate-invalid">')
+        out.extend(f"<li><code>{html_text(line)}</code></li>" for line in located)
+        out.append("</ul>")
     if gate.no_evidence:
         out.append(f'<p class="gate-note"><strong>{html_text(gate.no_evidence)}</strong></p>')
     for category in SECTION_ORDER:

@@ -430,14 +430,18 @@ INVALID_RECIPE_RULE: dict[str, Any] = {
 }
 
 
-def _error_item(error: RecipeError) -> dict[str, Any]:
+def _error_item(
+    error: RecipeError, rule_index: int = len(ReasonCode), path: str | None = None
+) -> dict[str, Any]:
+    """The result of an invalid recipe, on its file (``path``, else the error's) and line."""
     region = {"startLine": error.line} if error.line is not None else {}
-    location: dict[str, Any] = {"artifactLocation": {"uri": _artifact_uri(error.path)}}
+    uri = _artifact_uri(path if path is not None else error.path)
+    location: dict[str, Any] = {"artifactLocation": {"uri": uri}}
     if region:
         location["region"] = region
     return {
         "ruleId": INVALID_RECIPE_RULE["id"],
-        "ruleIndex": len(ReasonCode),
+        "ruleIndex": rule_index,
         "level": "error",
         "message": {"text": terminal(error.located())},
         "locations": [{"physicalLocation": location}],
@@ -583,7 +587,7 @@ def build_pr(head: AuditReport, base: AuditReport | None, diff: DiffReport) -> d
     """The SARIF of a PR: only what the PR introduces and the gate blocks — each blocking
     change group's reasons (for a new unevidenced flag, those about the flags it newly
     sets) and each new unbacked claim — placed on the lines the PR changed in the head
-    recipe (:func:`changed_lines`)."""
+    recipe (:func:`changed_lines`); and each recipe invalid in the head, on its line."""
     changed: dict[str, frozenset[int]] = {}
 
     def changed_in(recipe: str) -> frozenset[int]:
@@ -606,7 +610,14 @@ def build_pr(head: AuditReport, base: AuditReport | None, diff: DiffReport) -> d
     items += [
         _claim_item(head, c, collector.locator(c.recipe), changed_in(c.recipe)) for c in diff.claims
     ]
-    return _document(head, _rules([CLAIM_RULE]), items)
+    if not diff.errors:
+        return _document(head, _rules([CLAIM_RULE]), items)
+    # an invalid recipe is named ``<head>:<path>``; its artifact is the repository's path
+    revision = f"{diff.head}:"
+    items += [
+        _error_item(e, len(ReasonCode) + 1, e.path.removeprefix(revision)) for e in diff.errors
+    ]
+    return _document(head, _rules([CLAIM_RULE, INVALID_RECIPE_RULE]), items)
 
 
 def write_pr(head: AuditReport, base: AuditReport | None, diff: DiffReport, out: TextIO) -> None:

@@ -15,7 +15,8 @@ Pure functions over two :class:`~provenance.audit.verdicts.AuditReport` objects:
   in-scope evidence, where no in-scope evidence sets it), ``new-claim`` (a
   ``verified`` claim of the head that no recommended combination backs and the base
   did not make) and ``new-guide-only`` (a newly exposed guide-only combination where
-  in-scope evidence exists). Changes in cells with no in-scope evidence on either
+  in-scope evidence exists); and every recipe that is invalid in the head (the site
+  would refuse it: ``errors``). Changes in cells with no in-scope evidence on either
   side are reported as *unbenchmarked* and do not block; nor does anything a
   declaration covers.
 
@@ -52,6 +53,7 @@ from provenance.audit.verdicts import (
     NearestEvidence,
     PdPools,
     Reason,
+    RecipeError,
     RoleFlags,
     SelectionSet,
     VerdictEntry,
@@ -207,6 +209,8 @@ class GateResult(BaseModel):
     claims: int = 0
     #: changed guide-only combinations with no in-scope evidence on either side
     unbenchmarked: int = 0
+    #: recipes invalid in the head (``DiffReport.errors``); left out of the JSON when 0
+    invalid: int = Field(default=0, exclude_if=lambda invalid: not invalid)
 
 
 class DiffSummary(BaseModel):
@@ -241,6 +245,12 @@ class DiffReport(BaseModel):
     #: tuning, harness and functional flags the PR changes, by flag (set by the PR audit:
     #: the verdict entries carry major flags only, see ``review/tuning.py``)
     tuning: tuple[TuningChange, ...] = ()
+    #: recipes invalid in the head, named ``<head>:<path>``: not audited there (their base
+    #: combinations are ``removed``), and each blocks the gate; absent when none
+    errors: tuple[RecipeError, ...] = Field(default=(), exclude_if=lambda errors: not errors)
+    #: recipes invalid in the base, named ``<base>:<path>``: a notice (the PR fixes them
+    #: when they are not in ``errors`` too); their head combinations are all ``new``
+    base_errors: tuple[RecipeError, ...] = Field(default=(), exclude_if=lambda errors: not errors)
 
     def iter_changes(self) -> Iterator[CombinationChange]:
         """Every changed combination, one at a time."""
@@ -690,6 +700,9 @@ def diff_reports(
 ) -> DiffReport:
     """Compare two audits of the same recipes; ``base`` None means the recipes are new.
 
+    A recipe one side could not load (in that report's ``errors``) is missing on that
+    side, like a recipe the PR adds or removes; the head's errors block the gate.
+
     ``base_as_head`` (recipe -> variants) names variants the base audit left out because
     their combinations are known to be the head's (same outcomes, see
     :func:`provenance.review.pr_audit.variant_change`): they count as unchanged, in the
@@ -712,6 +725,7 @@ def diff_reports(
     for group in groups:
         counts[group.kind] += group.combinations
     recipes = {e.recipe for e in (*base_entries, *head_entries) if e.combinations}
+    errors = head.errors if head is not None else ()
     return DiffReport(
         base=base_label,
         head=head_label,
@@ -728,12 +742,15 @@ def diff_reports(
         lens=lens,
         claims=claims,
         gate=GateResult(
-            passed=blocked == 0 and not claims,
+            passed=blocked == 0 and not claims and not errors,
             blocking=blocked,
             declared=declared,
             claims=len(claims),
             unbenchmarked=unbenchmarked,
+            invalid=len(errors),
         ),
+        errors=errors,
+        base_errors=base.errors if base is not None else (),
     )
 
 

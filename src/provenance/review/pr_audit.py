@@ -8,6 +8,12 @@ ledger and evidence (loaded once, with one normaliser and one judge per recipe
 for both sides), and diffs the two audits. When the PR changes only the contents
 of some variants of one recipe, the base audits just those variants
 (:func:`variant_change` says when the others cannot differ).
+
+Each changed recipe is audited on its own on each side: one that does not load becomes
+a located :class:`~provenance.audit.verdicts.RecipeError` naming ``<commit>:<path>``
+and the others are audited and diffed as usual (the diff treats it as missing on that
+side). An invalid shared file (taxonomy, strategies, kv_store, policy) still stops the
+PR audit, naming the revision.
 """
 
 from __future__ import annotations
@@ -76,7 +82,8 @@ def _audit_side(
     workdir: Path,
     shared: EvidenceCache,
 ) -> AuditReport | None:
-    """Audit the model files ``present`` (materialised in ``workdir``) of ``commit``."""
+    """Audit the model files ``present`` (materialised in ``workdir``) of ``commit``; an
+    invalid one is in the report's ``errors``, named ``<commit>:<path>``."""
     assert isinstance(commit, Commit)
     if not present:
         return None
@@ -87,17 +94,31 @@ def _audit_side(
                 recipes_root=workdir,
                 ledger=request.ledger,
                 evidence=request.evidence,
+                report_invalid=True,
             ),
             filters,
             shared,
         )
     except InputError as exc:
-        # Name the file as ``<commit>:<path>``, not the private temporary copy.
-        if exc.location is not None and exc.location.path.startswith(str(workdir)):
-            rel = exc.location.path[len(str(workdir)) :].lstrip("/")
-            exc.location = replace(exc.location, path=f"{commit.hexsha[:12]}:{rel}")
+        if exc.location is not None:
+            exc.location = replace(
+                exc.location, path=_in_revision(exc.location.path, commit, workdir)
+            )
         raise
-    return _repo_relative(report, workdir)
+    errors = tuple(
+        error.model_copy(update={"path": _in_revision(error.path, commit, workdir)})
+        for error in report.errors
+    )
+    return _repo_relative(report.model_copy(update={"errors": errors}), workdir)
+
+
+def _in_revision(path: str, commit: Commit, workdir: Path) -> str:
+    """A file of the private copy in ``workdir`` named ``<commit>:<path>`` (the copy is
+    gone once the audit returns); any other path as it is."""
+    if not path.startswith(str(workdir)):
+        return path
+    rel = path[len(str(workdir)) :].lstrip("/")
+    return f"{commit.hexsha[:12]}:{rel}"
 
 
 def _ledger_source(request: PrAuditRequest, report: AuditReport | None) -> LedgerIdentity:
@@ -183,9 +204,14 @@ def declared_kv_offload(root: Path, models: list[str]) -> set[str]:
         return set()
     try:
         loaded = load_recipes_root(root)
-        specs = [load_recipe(loaded, model).spec for model in models]
     except ProvenanceError:
         return set()  # the audit itself reports it, naming the revision
+    specs = []
+    for model in models:
+        try:
+            specs.append(load_recipe(loaded, model).spec)
+        except ProvenanceError:
+            continue  # an invalid recipe: the audit reports it, the others count
     return {
         key
         for spec in specs
@@ -203,18 +229,24 @@ def _with_kv(filters: AuditFilters, declared: set[str]) -> AuditFilters:
     return filters.model_copy(update={"kv": ",".join(sorted(declared))})
 
 
+def _loaded(report: AuditReport | None) -> set[str]:
+    """The recipe files (repository paths) the side's audit loaded: not the invalid ones."""
+    return set(report.recipe_files.values()) if report is not None else set()
+
+
 def _tuning(
     base_root: Path,
     head_root: Path,
-    base_present: list[str],
-    head_present: list[str],
+    base_report: AuditReport | None,
+    head_report: AuditReport | None,
     filters: AuditFilters,
     narrowed: VariantChange | None,
     shared: EvidenceCache,
 ) -> tuple[TuningChange, ...]:
     """The tuning, harness and functional flags the PR changes (``review/tuning.py``), with
-    the audit's policy; only in the variants that can differ when the PR is ``narrowed``."""
-    both = [model for model in head_present if model in set(base_present)]
+    the audit's policy, in the recipes valid on both sides; only in the variants that can
+    differ when the PR is ``narrowed``."""
+    both = sorted(_loaded(base_report) & _loaded(head_report))
     if not both:
         return ()
     normaliser = shared.normaliser()
@@ -273,8 +305,8 @@ def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
         tuning = _tuning(
             Path(base_dir),
             Path(head_dir),
-            base_present,
-            head_present,
+            base_report,
+            head_report,
             head_filters,
             narrowed,
             shared,
