@@ -374,7 +374,7 @@ def invalid_titles(diff: DiffReport) -> list[tuple[str, list[str]]]:
         out.append(
             (
                 f"notice: {len(diff.base_errors)} recipe(s) invalid in the base, not audited "
-                "there (their head combinations count as new)",
+                "there (the head's combinations of those the PR fixes count as new)",
                 [e.located() for e in diff.base_errors],
             )
         )
