@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from composite_action import ActionRun, run_composite_action
-from recipes_history import HISTORY, PR682_BASE, PR682_HEAD
+from recipes_history import HISTORY, MODEL, PR682_BASE, PR682_HEAD
 from shipped_support import base_env, make_venv, recipes_repo
 
 pytestmark = [pytest.mark.shipped, pytest.mark.slow, pytest.mark.corpus]
@@ -35,6 +35,10 @@ _BF16_MI325X = (
 )
 
 
+#: appended to #682's recipe: a top-level key the site's builder does not read
+_BROKEN = "nightly_only: true\n"
+
+
 def _unbenchmarked_pr(head_text: str) -> str:
     assert head_text.count(_BF16_ANCHOR) == 1
     return head_text.replace(_BF16_ANCHOR, _BF16_ANCHOR + _BF16_MI325X)
@@ -42,7 +46,8 @@ def _unbenchmarked_pr(head_text: str) -> str:
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
-    """#672 (the base of #682), #682, then the unbenchmarked-only fixture PR."""
+    """#672 (the base of #682), #682, the unbenchmarked-only fixture PR, then a PR that
+    breaks the recipe (a key the schema refuses)."""
     if not HISTORY.is_dir():
         pytest.skip("needs ../shared/corpus/recipes-history")
     head = (HISTORY / PR682_HEAD).read_text(encoding="utf-8")
@@ -52,6 +57,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
             ("MiniMax-M3 as of recipes #672", (HISTORY / PR682_BASE).read_text(encoding="utf-8")),
             ("MiniMax-M3 as of recipes #682", head),
             ("BF16 on MI325X: KV cache dtype fp8", _unbenchmarked_pr(head)),
+            ("a key the recipe schema refuses", head + _BROKEN),
         ],
     )
 
@@ -111,7 +117,7 @@ def _ran_ok(run: ActionRun, name: str) -> None:
 def test_the_682_replay_fails_the_gate(
     checkout: Path, setup_python_bin: Path, history: tuple[Path, list[str]], tmp_path: Path
 ) -> None:
-    repo, (pr672, pr682, _) = history
+    repo, (pr672, pr682, _, _) = history
     run = _run(checkout, setup_python_bin, repo, tmp_path, pr672, pr682, 682)
     for name in (
         "Install provenance (from this action's own source)",
@@ -129,14 +135,14 @@ def test_the_682_replay_fails_the_gate(
     assert "InferenceX" in run.summary  # the summary names its ledger
     gate = run.step("Gate")
     assert gate.ran and gate.returncode == 1
-    assert "::error::provenance: the pull request exposes guide-only" in gate.stdout
+    assert "::error::provenance: the gate failed" in gate.stdout
     assert run.failed
 
 
 def test_without_fail_on_gate_the_job_passes_and_the_output_keeps_the_code(
     checkout: Path, setup_python_bin: Path, history: tuple[Path, list[str]], tmp_path: Path
 ) -> None:
-    repo, (pr672, pr682, _) = history
+    repo, (pr672, pr682, _, _) = history
     run = _run(
         checkout, setup_python_bin, repo, tmp_path, pr672, pr682, 682, **{"fail-on-gate": "false"}
     )
@@ -150,7 +156,7 @@ def test_without_fail_on_gate_the_job_passes_and_the_output_keeps_the_code(
 def test_a_pr_changing_only_unbenchmarked_cells_passes(
     checkout: Path, setup_python_bin: Path, history: tuple[Path, list[str]], tmp_path: Path
 ) -> None:
-    repo, (_, pr682, fixture) = history
+    repo, (_, pr682, fixture, _) = history
     run = _run(checkout, setup_python_bin, repo, tmp_path, pr682, fixture, 9001)
     _ran_ok(run, "Audit the pull request (SARIF)")
     assert run.outputs == {"exit-code": "0", "sarif-file": "provenance.sarif"}
@@ -167,7 +173,7 @@ def test_extra_args_and_a_ledger_input_reach_every_audit(
     """``ledger``/``evidence`` inputs and ``extra-args`` words (a ``$RUNNER_TEMP`` path with
     a space) arrive as single arguments: against an empty ledger every cell #682 touches
     is unbenchmarked, so the replay that fails on the packaged ledger passes."""
-    repo, (pr672, pr682, _) = history
+    repo, (pr672, pr682, _, _) = history
     (tmp_path / "runner-temp" / "my ledger").mkdir(parents=True)
     (repo.parent / "empty-evidence").mkdir(exist_ok=True)
     run = _run(
@@ -188,3 +194,23 @@ def test_extra_args_and_a_ledger_input_reach_every_audit(
     assert "no manifest" in run.summary
     assert run.outputs["exit-code"] == "0"
     _ran_ok(run, "Gate")
+
+
+def test_a_pr_breaking_the_recipe_fails_with_the_input_code_and_names_the_line(
+    checkout: Path, setup_python_bin: Path, history: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """Exit 3 fails the job whatever ``fail-on-gate`` says; the summary names the line."""
+    repo, (_, pr682, _, broken) = history
+    run = _run(
+        checkout, setup_python_bin, repo, tmp_path, pr682, broken, 9002, **{"fail-on-gate": "false"}
+    )
+    assert run.outputs == {"exit-code": "3", "sarif-file": "provenance.sarif"}
+    _check_uses_steps(run, repo)
+    lines = (repo / MODEL).read_text(encoding="utf-8").splitlines()
+    assert lines[-1] == _BROKEN.strip()  # the refused key is the head's last line
+    assert run.summary.startswith("**gate: FAIL")
+    assert f"{broken[:12]}:{MODEL}:{len(lines)}" in run.summary
+    gate = run.step("Gate")
+    assert gate.ran and gate.returncode == 3
+    assert "::error::provenance: an input is invalid" in gate.stdout
+    assert run.failed
