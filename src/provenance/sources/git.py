@@ -30,7 +30,6 @@ from provenance.errors import InputError, UnsafeInputError, UsageError
 __all__ = [
     "SYMLINK_MODE",
     "Commit",
-    "FileChange",
     "GitObject",
     "LogEntry",
     "RawChange",
@@ -41,7 +40,6 @@ __all__ = [
     "commit_or_none",
     "first_parent",
     "first_parent_log",
-    "first_parent_name_status",
     "first_parent_raw",
     "is_blob",
     "iter_blobs",
@@ -210,43 +208,6 @@ def first_parent_log(repo: git.Repo, rev: str) -> list[LogEntry]:
         sha, stamp, subject = line.split("\x1f", 2)
         entries.append(LogEntry(sha=sha, timestamp=int(stamp), subject=subject))
     return entries
-
-
-@dataclass(frozen=True, slots=True)
-class FileChange:
-    """One first-parent commit's change to a path (``status`` A/M/D/R/C; ``old`` for R/C)."""
-
-    commit: str
-    status: str
-    path: str
-    old: str | None = None
-
-
-def first_parent_name_status(repo: git.Repo, rev: str, roots: Iterable[str]) -> list[FileChange]:
-    """Changes under ``roots`` along the first-parent line of ``rev``, newest first.
-
-    One ``git log --name-status -M`` walk; a rename is reported under its new path
-    with ``old`` set.
-    """
-    wanted = sorted(set(roots))
-    if not wanted:
-        return []
-    out = repo.git.log("--first-parent", "--name-status", "-M", "--format=@@%H", rev, "--", *wanted)
-    changes: list[FileChange] = []
-    commit = ""
-    for line in out.split("\n"):
-        if line.startswith("@@"):
-            commit = line[2:].strip()
-            continue
-        if not line.strip():
-            continue
-        parts = line.split("\t")
-        status = parts[0][:1]
-        if status in {"R", "C"} and len(parts) == 3:
-            changes.append(FileChange(commit=commit, status=status, path=parts[2], old=parts[1]))
-        else:
-            changes.append(FileChange(commit=commit, status=status, path=parts[-1]))
-    return changes
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,9 @@ commits that touched the files holding such contents, newest first, and finds
   nothing that ran.
 
 One ``git ls-tree`` and one ``git log --raw`` per set of roots serve every commit
-of an ingest (:class:`PathLog`, kept by :class:`~provenance.evidence.inferencex.lineage.Lineage`).
+of an ingest (:class:`PathLog`, kept by
+:class:`~provenance.evidence.inferencex.lineage.Lineage`); the same walk answers
+which commit removed a path an entry names (:meth:`PathLog.removing_commit`).
 """
 
 from __future__ import annotations
@@ -81,6 +83,23 @@ class PathLog:
             for commit, changes in first_parent_raw(repo, tip, wanted)
         ]
         return cls(state, [(commit, changes) for commit, changes in log if changes])
+
+    def removing_commit(self, history: History, path: str) -> HistoryCommit | None:
+        """The commit of ``history`` that removed ``path``, when its newest change there is
+        a removal (a rename away is one: the log has no rename detection).
+
+        None when ``path`` never changed on ``history`` (never existed there) or its
+        newest change there added or modified it. The commits of the log newer than
+        ``history``'s first are not on it and are passed over.
+        """
+        for sha, changes in self.log:  # newest first
+            commit = history.by_sha.get(sha)
+            if commit is None:
+                continue
+            for change in changes:
+                if change.path == path:
+                    return commit if change.new_sha == _ABSENT else None
+        return None
 
 
 def trace(

@@ -14,30 +14,24 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
 from provenance.errors import UsageError
 from provenance.sources.git import (
-    FileChange,
     Repo,
     first_parent_log,
-    first_parent_name_status,
     ref_commit,
 )
 
 __all__ = [
-    "FileChange",
     "History",
     "HistoryCommit",
     "first_parent_history",
     "launcher_content",
-    "path_changes",
     "pr_head",
     "pr_of_subject",
-    "removing_commit",
     "require_pr_commit",
 ]
 
@@ -103,18 +97,6 @@ def first_parent_history(repo: Repo, rev: str) -> History:
     return History(commits=commits)
 
 
-def path_changes(repo: Repo, rev: str, roots: Iterable[str]) -> dict[str, list[FileChange]]:
-    """Changes under ``roots`` along the first-parent line of ``rev``: path → changes, newest first.
-
-    One ``git log --name-status -M`` walk for the whole file set; renames are
-    indexed under their new path with ``old`` set.
-    """
-    changes: dict[str, list[FileChange]] = {}
-    for change in first_parent_name_status(repo, rev, roots):
-        changes.setdefault(change.path, []).append(change)
-    return changes
-
-
 def launcher_content(data: bytes) -> bytes:
     """Launcher text for change detection: the ``benchmark_lib.sh`` source line, whole-line
     comments and blank lines dropped (editing a comment, e.g. a path it names when
@@ -126,27 +108,6 @@ def launcher_content(data: bytes) -> bytes:
         if line.strip() and not line.lstrip().startswith("#") and not _SOURCE_LINE.match(line)
     )
     return "\n".join(kept).encode("utf-8")
-
-
-def removing_commit(
-    history: History, changes: Mapping[str, list[FileChange]], path: str
-) -> HistoryCommit | None:
-    """The commit of ``history`` that removed ``path``, when its newest change there is a removal.
-
-    A rename away from ``path`` (indexed under the new path) is a removal too.
-    None when ``path`` never changed on ``history`` (never existed there) or
-    its newest change there added or modified it.
-    """
-    newest: tuple[HistoryCommit, bool] | None = None
-    steps = [(c, c.status == "D") for c in changes.get(path, [])]
-    steps += [
-        (c, True) for moved in changes.values() for c in moved if c.old == path and c.status == "R"
-    ]
-    for change, removes in steps:
-        commit = history.by_sha.get(change.commit)
-        if commit is not None and (newest is None or commit.index < newest[0].index):
-            newest = (commit, removes)
-    return newest[0] if newest is not None and newest[1] else None
 
 
 def pr_head(repo: Repo, number: int) -> str | None:

@@ -49,7 +49,6 @@ from provenance.evidence.inferencex.extractor import (
 from provenance.evidence.inferencex.history import (
     HistoryCommit,
     pr_head,
-    removing_commit,
     require_pr_commit,
 )
 from provenance.evidence.inferencex.lineage import Lineage
@@ -172,7 +171,7 @@ def _ingest_commit(
     history = lineage.history_of(snapshot.sha)
 
     def removed_by(path: str) -> HistoryCommit | None:
-        return removing_commit(history, lineage.path_changes(HISTORY_ROOTS), path)
+        return lineage.file_log(HISTORY_ROOTS).removing_commit(history, path)
 
     extraction = PointExtractor(snapshot, summary, progress, relevant, removed_by).run(entries)
     drafts = collapse(extraction.drafts)

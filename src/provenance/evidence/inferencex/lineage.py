@@ -6,12 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from provenance.evidence.inferencex.content_trace import PathLog
-from provenance.evidence.inferencex.history import (
-    FileChange,
-    History,
-    first_parent_history,
-    path_changes,
-)
+from provenance.evidence.inferencex.history import History, first_parent_history
 from provenance.evidence.inferencex.master import is_master_path, master_roots
 from provenance.sources.git import Repo
 
@@ -31,7 +26,6 @@ class Lineage:
     repo: Repo
     history: History
     _logs: dict[tuple[str, ...], PathLog] = field(default_factory=dict)
-    _changes: dict[tuple[str, ...], dict[str, list[FileChange]]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, repo: Repo, tip: str) -> Lineage:
@@ -45,13 +39,6 @@ class Lineage:
         """The first-parent history of ``sha`` (a commit on this line)."""
         start = self.history.by_sha[sha].index  # the tip's history: index == position
         return History(commits=self.history.commits[start:])
-
-    def path_changes(self, roots: Iterable[str]) -> dict[str, list[FileChange]]:
-        """Changes under ``roots`` along the line (renames under their new path), by path."""
-        token = tuple(sorted(set(roots)))
-        if token not in self._changes:
-            self._changes[token] = path_changes(self.repo, self.tip, token)
-        return self._changes[token]
 
     def file_log(self, roots: Iterable[str]) -> PathLog:
         """Every file under ``roots``: at the tip, and each first-parent change to them."""
