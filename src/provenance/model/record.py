@@ -121,16 +121,23 @@ class ContentPlace(BaseModel):
 
 
 class ContentMove(BaseModel):
-    """A commit that moved, renamed or deprecated a record's content without changing it.
+    """A commit that moved, renamed or deprecated a record's content without changing it,
+    or changed its launcher or recipe text without changing what the record runs.
 
-    ``before``: where the content was at the commit's first parent; ``after``: where
-    it is at the commit. The newest move's ``after`` is where the content lives at
-    the record's commit. Such a commit benchmarked nothing and never backs a record.
+    ``kind``: ``moved``, ``renamed``, ``deprecated``, or ``unchanged-served`` — the
+    commit edited the text of the launcher or recipe files in ``after`` (as they
+    are at the commit; ``before``: those whose text it replaced, as at its first
+    parent), yet the config key extracted at its first parent has the same
+    determining content over every workload (``served_content.py``).
+    Otherwise ``before``: where the content was at the commit's first parent;
+    ``after``: where it is at the commit; the newest such move's ``after`` is where
+    the content lives at the record's commit. Such a commit benchmarked nothing
+    and never backs a record.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: Literal["moved", "renamed", "deprecated"]
+    kind: Literal["moved", "renamed", "deprecated", "unchanged-served"]
     file_kind: Literal["master-config", "launcher", "srt-slurm-recipe", "other"]
     commit: str
     pr: int | None = None

@@ -336,3 +336,111 @@ def test_mirror_move_of_the_legacy_archive_backs_no_minimax_m25_record() -> None
     except UsageError:
         pytest.skip("the mirror does not have InferenceX 843c6254f")
     assert extract(MIRROR, "843c6254f", "minimaxm2.5", None, [1992]).records == []
+
+
+def test_a_launcher_edit_that_serves_the_same_command_backs_nothing(
+    make_repo: Callable[[], RepoBuilder],
+) -> None:
+    """#2 edits the launcher's text without changing what it serves (an eval harness
+    call), #3 changes a served flag for the tp=2 points only: those credit #3, the
+    others #1 with #2 as an ``unchanged-served`` move on their history."""
+    builder = make_repo()
+    _base(builder)
+    harness = SCRIPT_MTP + 'echo "running eval harness"\nrun_eval --framework lm-eval\n'
+    builder.commit("Add eval harness call (#2)", {TOY_SCRIPT: harness})
+    tuned = harness.replace(
+        '--data-parallel-size=$TP --enable-expert-parallel"',
+        '--data-parallel-size=$TP --enable-expert-parallel --enforce-eager"',
+    )
+    assert tuned != harness
+    builder.commit("Eager dp-attn (#3)", {TOY_SCRIPT: tuned})
+    result = extract(builder.root, "HEAD", None, None, [])
+    links = backing_prs(result)
+    single = _single(result)
+    changed = [r for r in single if any(w.dp_attn for w in r.workloads)]
+    unchanged = [r for r in single if not any(w.dp_attn for w in r.workloads)]
+    assert changed and unchanged
+    for record in changed:
+        assert links[record.id] == {3}
+        assert not record.history
+    for record in unchanged:
+        assert links[record.id] == {1}
+        assert [(m.kind, m.pr, m.file_kind) for m in record.history] == [
+            ("unchanged-served", 3, "launcher"),
+            ("unchanged-served", 2, "launcher"),
+        ]
+        assert [p.path for p in record.history[-1].after] == [TOY_SCRIPT]
+        assert [p.path for p in record.history[-1].before] == [TOY_SCRIPT]
+    # at its merge #2 changed nothing any record runs; #3 keeps just what it changed
+    assert extract(builder.root, "HEAD", None, None, [2]).records == []
+    assert {r.id for r in extract(builder.root, "HEAD", None, None, [3]).records} == {
+        r.id for r in changed
+    }
+    assert 2 not in {e.pr.number for e in result.entries}
+
+
+def test_a_launcher_edit_keeps_its_credit_when_the_parent_cannot_show_it_unchanged(
+    make_repo: Callable[[], RepoBuilder],
+) -> None:
+    """Nothing is guessed: when the key cannot be evaluated at the first parent of the
+    commit that edited its launcher, that commit keeps the credit."""
+    builder = make_repo()
+    _base(builder)
+    # the launcher at #3's parent serves no vLLM engine: the key's points are skipped
+    broken = SCRIPT_MTP.replace('vllm serve "$MODEL"', 'echo "$MODEL"')
+    builder.commit("Break the launcher (#2)", {TOY_SCRIPT: broken})
+    builder.commit("Fix it, add a harness call (#3)", {TOY_SCRIPT: SCRIPT_MTP + "echo done\n"})
+    result = extract(builder.root, "HEAD", None, None, [])
+    links = backing_prs(result)
+    single = _single(result)
+    assert single and all(links[r.id] == {3} and not r.history for r in single)
+    assert {r.id for r in extract(builder.root, "HEAD", None, None, [3]).records} == {
+        r.id for r in single
+    }
+
+
+def test_a_launcher_edit_keeps_its_credit_when_the_key_is_new_at_the_commit(
+    make_repo: Callable[[], RepoBuilder],
+) -> None:
+    """#2 renames the config key (its points move: history) and adds an ``echo`` to its
+    launcher: the key is absent at #2's parent, so #2 keeps the credit."""
+    builder = make_repo()
+    _base(builder)
+    renamed = MASTER_SINGLE.replace(SINGLE_KEY + ":", "toy-fp4-b300-vllm-mtp2:")
+    builder.commit(
+        "Rename the key, log the start (#2)",
+        {MASTER: renamed + "\n" + MASTER_DISAGG, TOY_SCRIPT: SCRIPT_MTP + "echo started\n"},
+    )
+    result = extract(builder.root, "HEAD", None, None, [])
+    links = backing_prs(result)
+    single = [r for r in result.records if r.config_key == "toy-fp4-b300-vllm-mtp2"]
+    assert single and all(links[r.id] == {2} for r in single)
+    for record in single:
+        assert [(m.kind, m.pr, m.file_kind) for m in record.history] == [
+            ("renamed", 2, "master-config")
+        ]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not MIRROR.is_dir(), reason="no InferenceX mirror on this machine")
+def test_mirror_agentx_launcher_edit_does_not_back_gptoss_fixed_seq_len_records() -> None:
+    """ "chore: agentx v0.3 (#1571)" edited the fixed-seq-len gpt-oss launchers (the
+    ``benchmark_lib.sh`` harness around them) without changing what they serve: the
+    gptoss-fp4-h100-vllm records are credited to the earlier PR that introduced what
+    they run, with #1571 an ``unchanged-served`` move on their history."""
+    repo = open_repo(MIRROR)
+    try:
+        resolve_commit(repo, "843c6254f")
+    except UsageError:
+        pytest.skip("the mirror does not have InferenceX 843c6254f")
+    key = "gptoss-fp4-h100-vllm"
+    result = extract(MIRROR, "843c6254f", None, key, [])
+    assert result.records
+    links = backing_prs(result)
+    for record in result.records:
+        (backer,) = links[record.id]
+        assert backer < 1571
+        unchanged = [m for m in record.history if m.kind == "unchanged-served"]
+        assert 1571 in {m.pr for m in unchanged}
+        assert all(m.file_kind == "launcher" and m.after for m in unchanged)
+    assert extract(MIRROR, "843c6254f", None, key, [1571]).records == []

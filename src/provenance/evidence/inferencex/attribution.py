@@ -2,6 +2,14 @@
 
 See :mod:`~provenance.evidence.inferencex.content_trace` for the walk; this module
 turns its traces into record history, backing PRs and :class:`LedgerEntry` rows.
+
+A launcher or recipe text change need not change what the benchmark runs (an
+added ``echo``, an eval harness call). When a record's newest origin is such a
+file origin (newer than every master-config point origin), the record's config
+key is extracted again at that commit's first parent (:class:`ServedChecks`)
+and compared by :func:`~provenance.evidence.inferencex.served_content.not_same_reason`.
+Equal: the commit is an ``unchanged-served`` move on the record's history and
+the next candidate is the origin of the files as they were at the parent.
 """
 
 from __future__ import annotations
@@ -11,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from provenance.errors import InputError
 from provenance.evidence.inferencex.changelog import changelog_links
 from provenance.evidence.inferencex.content_trace import (
     Place,
@@ -23,12 +32,15 @@ from provenance.evidence.inferencex.content_trace import (
 )
 from provenance.evidence.inferencex.extractor import (
     Draft,
+    KeyExtraction,
+    extract_key,
 )
 from provenance.evidence.inferencex.history import (
     HistoryCommit,
     pr_head,
 )
 from provenance.evidence.inferencex.lineage import Lineage
+from provenance.evidence.inferencex.served_content import not_same_reason, same_records
 from provenance.evidence.inferencex.snapshot import Snapshot
 from provenance.evidence.inferencex.summary import IngestSummary
 from provenance.model.ledger import INFERENCEX_REPO, LedgerEntry, LedgerFile, PrRef
@@ -38,7 +50,7 @@ from provenance.model.record import (
     EvidenceRecord,
     SourceFileKind,
 )
-from provenance.sources.git import Repo
+from provenance.sources.git import MissingObjectError, Repo
 
 HISTORY_ROOTS = ("benchmarks",)
 MoveFileKind = Literal["master-config", "launcher", "srt-slurm-recipe", "other"]
@@ -53,14 +65,23 @@ class Attribution:
     changelog_prs: set[int] = field(default_factory=set)
 
 
+def _file_kind(kinds: Mapping[str, SourceFileKind], path: str) -> MoveFileKind:
+    kind = kinds.get(path, "other")
+    return "other" if kind == "perf-changelog" else kind
+
+
 def _moves(
-    traces: Iterable[tuple[str, Trace]], kinds: Mapping[str, SourceFileKind]
+    traces: Iterable[tuple[str, Trace]],
+    kinds: Mapping[str, SourceFileKind],
+    unchanged: Iterable[tuple[int, ContentMove]] = (),
 ) -> tuple[ContentMove, ...]:
-    """The moves of a record's contents as :class:`ContentMove`, newest first, once each."""
+    """The moves of a record's contents as :class:`ContentMove`, newest first, once each
+    (``unchanged``: ``unchanged-served`` moves, with their commits' history indexes)."""
     found: dict[tuple[Any, ...], tuple[int, ContentMove]] = {}
+    for index, made in unchanged:
+        found.setdefault((made.commit, made.file_kind, made.before, made.after), (index, made))
     for path, content in traces:
-        kind = kinds.get(path, "other")
-        file_kind: MoveFileKind = "other" if kind == "perf-changelog" else kind
+        file_kind = _file_kind(kinds, path)
         for move in content.moves:
             made = ContentMove(
                 kind=move_kind(move),
@@ -84,22 +105,159 @@ def _places(places: Iterable[Place]) -> tuple[ContentPlace, ...]:
     return tuple(ContentPlace(path=p, config_key=k or None) for p, k in sorted(places))
 
 
+@dataclass
+class ServedChecks:
+    """Config keys extracted at commits and launcher traces from commits, memoised for
+    every commit of one ingest (on one :class:`Lineage`): each (commit, key) once."""
+
+    repo: Repo
+    _keys: dict[tuple[str, str], KeyExtraction | str] = field(default_factory=dict)
+    _traces: dict[tuple[str, str], Trace] = field(default_factory=dict)
+
+    def extraction(self, sha: str, config_key: str) -> KeyExtraction | str:
+        """``config_key`` extracted at ``sha``, or why it could not be."""
+        token = (sha, config_key)
+        if token not in self._keys:
+            try:
+                found: KeyExtraction | str = extract_key(
+                    self.repo, self.repo.commit(sha), config_key
+                )
+            except MissingObjectError as exc:
+                found = f"objects missing at {sha[:9]} ({exc.message})"
+            except InputError as exc:
+                found = f"{sha[:9]} could not be read ({exc.message})"
+            self._keys[token] = found
+        return self._keys[token]
+
+    def traces(self, lineage: Lineage, sha: str, keys: Iterable[str]) -> dict[str, Trace]:
+        """The launcher and recipe traces of ``keys`` (:func:`file_key`) from ``sha``."""
+        wanted = set(keys)
+        missing = {k for k in wanted if (sha, k) not in self._traces}
+        if missing:
+            log = lineage.file_log(HISTORY_ROOTS)
+            found = trace(lineage.history_of(sha), log, file_contents(self.repo), missing)
+            self._traces.update(((sha, k), t) for k, t in found.items())
+        return {k: self._traces[(sha, k)] for k in wanted}
+
+
+@dataclass
+class _Credit:
+    """A record's origin once launcher edits that changed nothing it runs are passed over."""
+
+    origin: HistoryCommit | None
+    unchanged: list[tuple[int, ContentMove]] = field(default_factory=list)
+    traces: list[tuple[str, Trace]] = field(default_factory=list)
+    kinds: dict[str, SourceFileKind] = field(default_factory=dict)
+
+
+def _key_at(snapshot: Snapshot, path: str) -> str | None:
+    """``path``'s :func:`file_key` at ``snapshot`` (None when not in its tree)."""
+    blob = snapshot.blob_sha(path)
+    if blob is None:
+        return None
+    return file_key(path, blob, functools.partial(_read, snapshot, path))
+
+
+def _placed(content: Trace, path: str) -> frozenset[Place]:
+    """Where ``content`` (at ``path`` now) was just after its origin: before its oldest move."""
+    oldest = content.moves[-1].before if content.moves else frozenset()
+    return oldest or frozenset({(path, "")})
+
+
+def _newest(commits: Iterable[HistoryCommit | None]) -> HistoryCommit | None:
+    return min((c for c in commits if c is not None), key=lambda c: c.index, default=None)
+
+
+def _credit(
+    checks: ServedChecks,
+    lineage: Lineage,
+    record: EvidenceRecord,
+    point_origin: HistoryCommit | None,
+    files: list[tuple[str, str, Trace]],
+    kinds: Mapping[str, SourceFileKind],
+) -> _Credit:
+    """The origin of what ``record`` runs, given the newest origin of its master-config
+    points and its launcher and recipe files (path, :func:`file_key`, trace).
+
+    While the newest origin C is a file origin newer than ``point_origin``, the key
+    is extracted at C's first parent: when that shows the same determining content
+    over every workload, C is an ``unchanged-served`` move and the files as they
+    were at the parent are traced from there. C stays the origin when the parent
+    cannot show it (no parent in the history, the key absent or skipped there,
+    a partial record on either side, missing objects, a file unreadable there).
+    """
+    credit = _Credit(origin=None, kinds=dict(kinds))
+    commits = lineage.history.commits
+    while True:
+        newest_file = _newest(t.origin for _p, _k, t in files)
+        points_newer = (
+            point_origin is not None
+            and newest_file is not None
+            and (point_origin.index <= newest_file.index)
+        )
+        if newest_file is None or points_newer:
+            credit.origin = _newest([point_origin, newest_file])
+            return credit
+        credit.origin = newest_file
+        if newest_file.index + 1 >= len(commits):
+            return credit
+        parent = commits[newest_file.index + 1].sha
+        found = checks.extraction(parent, record.config_key)
+        if isinstance(found, str) or not_same_reason(record, found, parent[:9]):
+            return credit
+        same = same_records(record, found)
+        snapshot = Snapshot(checks.repo, checks.repo.commit(parent))
+        parent_files: list[tuple[str, str]] = []
+        for path in sorted({p for i in same for p in found.attributed[i]}):
+            key = _key_at(snapshot, path)
+            if key is None:
+                return credit
+            parent_files.append((path, key))
+        for i in same:
+            for source_file in found.records[i].source.files:
+                credit.kinds.setdefault(source_file.path, source_file.kind)
+        traced = checks.traces(lineage, parent, (k for _p, k in parent_files))
+        at_commit = Snapshot(checks.repo, checks.repo.commit(newest_file.sha))
+        changed = [p for p, k in parent_files if _key_at(at_commit, p) != k]
+        before = [(p, "") for p in changed]
+        after = [pl for p, _k, t in files if t.origin is newest_file for pl in _placed(t, p)]
+        credit.unchanged.append(
+            (
+                newest_file.index,
+                ContentMove(
+                    kind="unchanged-served",
+                    file_kind=_file_kind(credit.kinds, (changed or [after[0][0]])[0]),
+                    commit=newest_file.sha,
+                    pr=newest_file.pr,
+                    before=_places(before),
+                    after=_places(after),
+                ),
+            )
+        )
+        files = [(p, k, traced[k]) for p, k in parent_files]
+        credit.traces.extend((p, traced[k]) for p, k in parent_files)
+
+
 def attribute(
     repo: Repo,
     snapshot: Snapshot,
     lineage: Lineage,
     drafts: list[Draft],
     summary: IngestSummary,
+    checks: ServedChecks | None = None,
 ) -> tuple[Attribution, list[Draft]]:
     """Link each record to the PRs that back it, by content; drop archived points never
     swept as read; add the moves of each record's content to it as ``history``.
 
     The backing PR is the newest origin (:func:`content_trace.trace`) of the record's
-    master-config points and launcher or recipe text. An entry archived in
+    master-config points and launcher or recipe text, past launcher and recipe
+    edits that changed nothing the record runs (:func:`_credit`; ``checks``
+    memoises its extractions for the ingest). An entry archived in
     ``configs/deprecated`` is evaluated with the launcher of the ingested revision;
     when that launcher's content changed after the entry was archived, the
     combination was never swept and is not evidence.
     """
+    checks = checks if checks is not None else ServedChecks(repo)
     result = Attribution()
     history = lineage.history_of(snapshot.sha)
     prefixes = frozenset(d.model_prefix for d in drafts)
@@ -146,14 +304,21 @@ def attribute(
                 len(draft.workloads),
             )
             continue
-        moves = _moves([*traced, *traced_files], kinds)
+        credit = _credit(
+            checks,
+            lineage,
+            draft.record,
+            _newest(t.origin for _p, t in traced),
+            [(p, file_keys[p], t) for p, t in traced_files],
+            kinds,
+        )
+        moves = _moves([*traced, *traced_files, *credit.traces], credit.kinds, credit.unchanged)
         record = draft.record.model_copy(update={"history": moves}).with_id()
         draft = replace(draft, record=record)
         kept.append(draft)
-        present = [t.origin for _p, t in traced if t.origin is not None] + file_origins
         prs: set[int] = set()
-        if present:
-            latest = min(present, key=lambda c: c.index)
+        latest = credit.origin
+        if latest is not None:
             if latest.pr is not None:
                 prs.add(latest.pr)
                 result.commits[latest.pr] = latest

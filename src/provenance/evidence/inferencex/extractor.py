@@ -483,11 +483,13 @@ def collapse(drafts: list[Draft]) -> list[Draft]:
 class KeyExtraction:
     """What ingest's extractor builds for one config key at one commit, before
     attribution: the records (without ``history``), the points it skipped and why,
-    and the problems it met."""
+    and the problems it met; for each record (same order), the files whose content
+    decides its served commands (:attr:`Draft.attributed_files`)."""
 
     records: tuple[EvidenceRecord, ...]
     skipped: tuple[SkipCount, ...]
     warnings: tuple[str, ...]
+    attributed: tuple[tuple[str, ...], ...] = ()
 
 
 def extract_key(repo: Repo, commit: Commit, config_key: str) -> KeyExtraction:
@@ -508,9 +510,10 @@ def extract_key(repo: Repo, commit: Commit, config_key: str) -> KeyExtraction:
 
     masters = load_master_configs(snapshot, wanted=only, prefilter=prefilter)
     extraction = PointExtractor(snapshot, summary, None).run(list(masters.entries))
-    records = tuple(d.record for d in collapse(extraction.drafts))
+    drafts = collapse(extraction.drafts)
     return KeyExtraction(
-        records=records,
+        records=tuple(d.record for d in drafts),
+        attributed=tuple(tuple(d.attributed_files) for d in drafts),
         skipped=tuple(summary.skipped),
         warnings=(*masters.warnings, *summary.warnings),
     )

@@ -12,13 +12,20 @@ A record at revision ``rev`` is backed by the PR whose squash commit introduced
 the newest of its contents: its master-config points (image, model, runner,
 precision, framework, shape and the search-space point) and its launcher text or
 srt-slurm recipe. Commits that only moved, renamed or deprecated those contents
-back nothing; they are the record's ``history``. PRs whose ``perf-changelog.yaml``
+back nothing; they are the record's ``history``. Nor does a commit that changed
+the launcher or recipe text without changing what the record runs: when the
+newest origin is such a file origin (newer than every point origin), the config
+key is extracted at its first parent, and equal determining content over every
+workload makes it an ``unchanged-served`` move, the origin then sought from the
+parent's files; the commit keeps the credit when the parent cannot show that
+(key absent or skipped there, a partial record, missing objects). PRs whose ``perf-changelog.yaml``
 entry names the key and that merged at or after that origin re-swept the same
 content and back the record too. An archived entry evaluated with a launcher
 changed after its archiving was never swept that way and yields no record. With
 ``prs``, each PR N is ingested at its merge commit and only the records N backs
-there are kept (records whose content N introduced, or whose key N's changelog
-entry names). See ``docs/evidence.md``.
+there are kept (records whose content N introduced — not those whose launcher
+text N edited without changing what they run — or whose key N's changelog entry
+names). See ``docs/evidence.md``.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from pydantic import BaseModel, ConfigDict
 
 from provenance.evidence.inferencex.attribution import (
     HISTORY_ROOTS,
+    ServedChecks,
     attribute,
     ledger_entries,
     with_head,
@@ -126,10 +134,12 @@ def _select(model_prefix: str | None, keys: str | None) -> Callable[[str, Any], 
 @dataclass
 class _Shared:
     """What every commit of one ingest reads alike: the tip's first-parent line and the
-    master-config files (by path and blob; the model-prefix and key filters are fixed)."""
+    master-config files (by path and blob; the model-prefix and key filters are fixed),
+    and the config keys attribution re-extracted at first parents."""
 
     lineage: Lineage
     masters: FileResults = field(default_factory=RecentFiles)
+    checks: ServedChecks | None = None
 
 
 def _ingest_commit(
@@ -175,7 +185,9 @@ def _ingest_commit(
 
     extraction = PointExtractor(snapshot, summary, progress, relevant, removed_by).run(entries)
     drafts = collapse(extraction.drafts)
-    attribution, drafts = attribute(repo, snapshot, lineage, drafts, summary)
+    if shared.checks is None:
+        shared.checks = ServedChecks(repo)
+    attribution, drafts = attribute(repo, snapshot, lineage, drafts, summary, shared.checks)
     changelog_keys: dict[int, set[str]] = {}
     if only_pr is not None:
         links, _ = changelog_links(snapshot, extraction.keys)

@@ -15,8 +15,9 @@ When a file differs, the record's config key is extracted again at the head by t
 extractor ingest uses (:func:`~provenance.evidence.inferencex.ingest.extract_key`)
 and the record's *determining content* — everything but its id, source (commit,
 files, blob SHAs), history and workloads — is compared with that of the head's
-records: the run ran the record when head records with equal content and no
-partial marker cover every one of its workloads (a file that changed without
+records (:mod:`~provenance.evidence.inferencex.served_content`, the comparator
+attribution uses too): the run ran the record when head records with equal
+content and no partial marker cover every one of its workloads (a file that changed without
 changing what the benchmark ran, e.g. a runner launcher edit elsewhere). The
 differing files are kept on the run (``SweepRun.equivalent``). Otherwise the run
 did not run the record, and ``SweepRun.not_ran`` says why: the content that
@@ -31,13 +32,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from provenance.errors import InputError
 from provenance.evidence.inferencex.blocks import key_blocks, master_files_at
 from provenance.evidence.inferencex.extractor import KeyExtraction, extract_key
+from provenance.evidence.inferencex.served_content import not_same_reason
 from provenance.model.ledger import LedgerEntry, RecordScope, SweepRun
-from provenance.model.record import EvidenceRecord, WorkloadPoint, canonical_json
+from provenance.model.record import EvidenceRecord
 from provenance.sources.git import (
     Commit,
     MissingObjectError,
@@ -50,9 +51,6 @@ from provenance.sources.git import (
 )
 from provenance.store.evidence import EvidenceStore
 
-#: Record fields that say where a record came from, not what the benchmark ran.
-_PROVENANCE = ("id", "source", "history", "workloads", "partial")
-
 
 @dataclass(frozen=True, slots=True)
 class RunScope:
@@ -61,19 +59,6 @@ class RunScope:
     ran: tuple[str, ...]
     equivalent: tuple[RecordScope, ...]
     not_ran: tuple[RecordScope, ...]
-
-
-def determining_content(record: EvidenceRecord) -> dict[str, Any]:
-    """What determines ``record`` apart from its workloads: served flags and env per role,
-    image, topology, checkpoint, hardware, runner, precision, framework, config key."""
-    data = record.content()
-    for name in _PROVENANCE:
-        data.pop(name, None)
-    return data
-
-
-def _workload_key(point: WorkloadPoint) -> bytes:
-    return canonical_json(point.model_dump(mode="json"))
 
 
 def _entry_digests(repo: Repo, commit: Commit, path: str, key: str) -> set[str]:
@@ -128,53 +113,6 @@ class _Head:
         return self._keys[key]
 
 
-def _differences(record: EvidenceRecord, other: EvidenceRecord) -> list[str]:
-    """The determining fields of ``other`` that differ from ``record``'s (flags by key)."""
-    mine, theirs = determining_content(record), determining_content(other)
-    named = []
-    for name in sorted(set(mine) | set(theirs)):
-        if mine.get(name) == theirs.get(name):
-            continue
-        if name == "roles":
-            for role in sorted(set(record.roles) | set(other.roles)):
-                a, b = record.roles.get(role), other.roles.get(role)
-                if a is None or b is None:
-                    named.append(f"role {role}")
-                elif a != b:
-                    keys = sorted({*a.diff(b).only_left, *a.diff(b).only_right, *a.diff(b).changed})
-                    named.append(f"{role} flags {', '.join(keys)}")
-        else:
-            named.append(name)
-    return named
-
-
-def _judge(record: EvidenceRecord, found: KeyExtraction | str) -> str:
-    """Why the head's re-extraction does not show that it ran ``record`` ("" if it does)."""
-    if isinstance(found, str):
-        return found
-    if record.partial:
-        return "the record is partial: its flags are not all known, so no change is provably none"
-    if not found.records:
-        skipped = sorted({item.code for item in found.skipped})
-        if skipped:
-            return f"re-extraction at the head skipped the key's points ({', '.join(skipped)})"
-        problem = f" ({found.warnings[0]})" if found.warnings else ""
-        return f"the head has no record for config key {record.config_key}{problem}"
-    content = determining_content(record)
-    same = [r for r in found.records if determining_content(r) == content]
-    if not same:
-        nearest = min(found.records, key=lambda r: len(_differences(record, r)))
-        return "re-extracted at the head, it differs: " + "; ".join(_differences(record, nearest))
-    if any(r.partial for r in same):
-        return "re-extraction at the head is partial: the content cannot be shown equal"
-    covered = {_workload_key(w) for r in same for w in r.workloads}
-    missing = sum(1 for w in record.workloads if _workload_key(w) not in covered)
-    if missing:
-        total = len(record.workloads)
-        return f"the head's search space lacks {missing} of the record's {total} points"
-    return ""
-
-
 def scope_run(repo: Repo, head: str, records: Iterable[EvidenceRecord]) -> RunScope:
     """Which of ``records`` the commit ``head`` ran, and why not for the others."""
     records = list(records)
@@ -196,7 +134,7 @@ def scope_run(repo: Repo, head: str, records: Iterable[EvidenceRecord]) -> RunSc
         if not differing:
             ran.append(record.id)
             continue
-        reason = _judge(record, swept.extraction(record.config_key))
+        reason = not_same_reason(record, swept.extraction(record.config_key), "the head")
         note = RecordScope(record=record.id, differing=differing, reason=reason)
         if reason:
             not_ran.append(note)
