@@ -3,6 +3,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict
 
 from provenance.errors import EXIT_INPUT, InputError
@@ -85,3 +88,34 @@ def test_identical_duplicates_are_tolerated_only_when_asked() -> None:
     assert loaded.duplicates == ((("backend", "env", "X"), 4),)
     with pytest.raises(InputError, match=r"r.yaml:4 \(backend.env.X\): duplicate key"):
         load_yaml_text(text.replace("X: '1'\n", "X: '2'\n", 1), "r.yaml", identical_duplicates=True)
+
+
+def test_last_duplicates_keep_the_last_value_as_pyyaml_does() -> None:
+    text = "a:\n  b:\n    x: 1\n  c: 2\n  b: 3\n  c: 2\n  b: [4]\n"
+    with pytest.raises(InputError, match=r"r.yaml:5 \(a.b\): duplicate key 'b'"):
+        load_yaml_text(text, "r.yaml", identical_duplicates=True)
+    loaded = load_yaml_text(text, "r.yaml", identical_duplicates=True, last_duplicates=True)
+    assert loaded.data == yaml.safe_load(text) == {"a": {"b": [4], "c": 2}}
+    # Each differing repeat names the one it replaced; the identical one is only tolerated.
+    assert loaded.overridden == ((("a", "b"), 5, 2), (("a", "b"), 7, 5))
+    assert loaded.duplicates == ((("a", "c"), 6),)
+    # Lines are the winning value's: the first value's nested keys are gone.
+    assert loaded.line_of(("a", "b")) == 7
+    assert ("a", "b", "x") not in loaded.lines
+    assert loaded.line_of(("a", "b", 0)) == 7
+
+
+@settings(max_examples=200, deadline=None, database=None, derandomize=True)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["k", "m", "n"]), st.sampled_from(["1", "'1'", "x", "{y: 2}"])),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_last_duplicates_read_what_safe_load_reads(pairs: list[tuple[str, str]]) -> None:
+    text = "top:\n" + "".join(f"  {key}: {value}\n" for key, value in pairs)
+    loaded = load_yaml_text(text, "g.yaml", last_duplicates=True)
+    assert loaded.data == yaml.safe_load(text)
+    repeats = len(pairs) - len({key for key, _ in pairs})
+    assert len(loaded.overridden) == repeats

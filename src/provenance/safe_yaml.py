@@ -5,7 +5,9 @@ configs, the ledger) goes through :func:`load_yaml`. It
 
 * accepts only the YAML 1.1 core types PyYAML's ``SafeLoader`` builds (no
   tags that construct objects);
-* rejects duplicate mapping keys (PyYAML silently keeps the last one);
+* rejects duplicate mapping keys (PyYAML silently keeps the last one), unless
+  the caller reads a file the way a consumer using ``yaml.safe_load`` reads it
+  (``last_duplicates=True``: the last wins, and every repeat is listed);
 * bounds the input: a size limit, a nesting-depth limit and an alias limit, so
   an alias "billion laughs" bomb is refused before anything expands it;
 * decodes strictly as UTF-8 (a UTF-8 byte-order mark is allowed and dropped);
@@ -80,6 +82,9 @@ class LoadedYaml:
     #: Duplicate keys that were tolerated because both values were identical
     #: (only with ``identical_duplicates=True``): ``(key path, line)``.
     duplicates: tuple[tuple[KeyPath, int], ...] = ()
+    #: Duplicate keys with a different value, kept as PyYAML keeps them (the last
+    #: wins; only with ``last_duplicates=True``): ``(key path, line, earlier line)``.
+    overridden: tuple[tuple[KeyPath, int, int], ...] = ()
     #: The composed node graph, only when asked for (``keep_node=True``). Tags, values,
     #: scalar styles and marks are the pure-Python loader's; ``flow_style`` of a block
     #: sequence may be ``False`` (libyaml) where PyYAML says ``None`` (indentless).
@@ -277,6 +282,8 @@ class _WalkState:
     seen: set[int]
     identical_duplicates: bool = False
     duplicates: list[tuple[KeyPath, int]] = field(default_factory=list)
+    last_duplicates: bool = False
+    overridden: list[tuple[KeyPath, int, int]] = field(default_factory=list)
 
 
 def _walk(node: yaml.Node, key_path: KeyPath, depth: int, state: _WalkState) -> None:
@@ -314,7 +321,13 @@ def _walk(node: yaml.Node, key_path: KeyPath, depth: int, state: _WalkState) -> 
                 if _same_node(first, value_node):
                     state.duplicates.append(((*key_path, key), line))
                     continue
-            if key in keys:
+            if key in keys and state.last_duplicates:
+                # PyYAML's constructor assigns in order: this value replaces the first.
+                state.overridden.append(((*key_path, key), line, keys[key]))
+                child = (*key_path, key)
+                for stale in [p for p in lines if p[: len(child)] == child]:
+                    del lines[stale]
+            elif key in keys:
                 raise InputError(
                     f"duplicate key {key!r} (first defined on line {keys[key]})",
                     path=path,
@@ -367,14 +380,21 @@ def _check_expanded_size(root: yaml.Node, path: str) -> None:
 
 
 def load_yaml_text(
-    text: str, path: str, *, identical_duplicates: bool = False, keep_node: bool = False
+    text: str,
+    path: str,
+    *,
+    identical_duplicates: bool = False,
+    keep_node: bool = False,
+    last_duplicates: bool = False,
 ) -> LoadedYaml:
     """Parse one YAML document from ``text``; ``path`` is used in diagnostics only.
 
     ``identical_duplicates=True`` tolerates a repeated key whose value is identical to
     the first one (real InferenceX recipes contain such repeats; the meaning is not in
     doubt). The repeats are listed in ``LoadedYaml.duplicates``. A repeated key with a
-    different value is always an error. ``keep_node=True`` keeps the composed node
+    different value is an error, unless ``last_duplicates=True``: then (for files whose
+    consumer reads them with ``yaml.safe_load``) it replaces the earlier value as PyYAML
+    does, and is listed in ``LoadedYaml.overridden``. ``keep_node=True`` keeps the composed node
     graph in ``LoadedYaml.node`` (for checks on scalar styles, see ``recipes.yaml12``).
 
     With libyaml, the document is composed over libyaml's parser when it can be
@@ -385,17 +405,41 @@ def load_yaml_text(
     composed = _compose_with_libyaml(text)
     if composed is not None:
         loader, node = composed
-        return _load(loader, path, identical_duplicates, keep_node, composed=(node,))
-    return _load(_reference_loader(text, path), path, identical_duplicates, keep_node)
+        return _load(
+            loader,
+            path,
+            identical_duplicates,
+            keep_node,
+            composed=(node,),
+            last_duplicates=last_duplicates,
+        )
+    return _load(
+        _reference_loader(text, path),
+        path,
+        identical_duplicates,
+        keep_node,
+        last_duplicates=last_duplicates,
+    )
 
 
 def load_yaml_text_reference(
-    text: str, path: str, *, identical_duplicates: bool = False, keep_node: bool = False
+    text: str,
+    path: str,
+    *,
+    identical_duplicates: bool = False,
+    keep_node: bool = False,
+    last_duplicates: bool = False,
 ) -> LoadedYaml:
     """:func:`load_yaml_text` with the pure-Python loader only: the reference behaviour
     the libyaml path must reproduce (the equivalence tests compare the two)."""
     _check_text_size(text, path)
-    return _load(_reference_loader(text, path), path, identical_duplicates, keep_node)
+    return _load(
+        _reference_loader(text, path),
+        path,
+        identical_duplicates,
+        keep_node,
+        last_duplicates=last_duplicates,
+    )
 
 
 def _check_text_size(text: str, path: str) -> None:
@@ -421,6 +465,8 @@ def _load(
     identical_duplicates: bool,
     keep_node: bool,
     composed: tuple[yaml.Node | None] | None = None,
+    *,
+    last_duplicates: bool = False,
 ) -> LoadedYaml:
     """Compose (unless ``composed`` holds the root already), check and construct."""
     try:
@@ -429,12 +475,15 @@ def _load(
         if node is None:
             return LoadedYaml(path=path, data=None, lines=lines)
         duplicates: tuple[tuple[KeyPath, int], ...] = ()
-        state = _WalkState(lines, path, set(), identical_duplicates)
+        state = _WalkState(
+            lines, path, set(), identical_duplicates, last_duplicates=last_duplicates
+        )
         _walk(node, (), 0, state)
         if loader.alias_count:
             _check_expanded_size(node, path)
         data = loader.construct_document(node)  # type: ignore[attr-defined]
         duplicates = tuple(state.duplicates)
+        overridden = tuple(state.overridden)
     except _LimitExceededError as exc:
         line = exc.mark.line + 1 if exc.mark else None
         raise InputError(exc.message, path=path, line=line) from None
@@ -459,12 +508,18 @@ def _load(
         data=data,
         lines=lines,
         duplicates=duplicates,
+        overridden=overridden,
         node=node if keep_node else None,
     )
 
 
 def load_yaml_bytes(
-    raw: bytes, path: str, *, identical_duplicates: bool = False, keep_node: bool = False
+    raw: bytes,
+    path: str,
+    *,
+    identical_duplicates: bool = False,
+    keep_node: bool = False,
+    last_duplicates: bool = False,
 ) -> LoadedYaml:
     """Parse YAML from bytes (for git blobs); enforces the size limit before decoding."""
     if len(raw) > MAX_YAML_BYTES:
@@ -472,7 +527,11 @@ def load_yaml_bytes(
             f"YAML file is {len(raw)} bytes, over the {MAX_YAML_BYTES}-byte limit", path=path
         )
     return load_yaml_text(
-        _decode(raw, path), path, identical_duplicates=identical_duplicates, keep_node=keep_node
+        _decode(raw, path),
+        path,
+        identical_duplicates=identical_duplicates,
+        keep_node=keep_node,
+        last_duplicates=last_duplicates,
     )
 
 

@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from inferencex_fixtures import RECIPE_4P1D
 
 from provenance.errors import InputError
+from provenance.evidence.inferencex.extractor import extract_key
 from provenance.evidence.inferencex.master import MultiNodePoint, WorkerSpec
 from provenance.evidence.inferencex.srt_slurm import (
     check_against_master,
@@ -13,6 +17,7 @@ from provenance.evidence.inferencex.srt_slurm import (
     parse_concurrencies,
     recipe_repo_path,
 )
+from provenance.sources.git import open_repo, resolve_commit
 
 PATH = "benchmarks/multi_node/srt-slurm-recipes/vllm/toy/4p1d.yaml"
 
@@ -99,3 +104,54 @@ def test_concurrency_strings_round_trip(values: list[int]) -> None:
 def test_bad_concurrency_string() -> None:
     with pytest.raises(ValueError):
         parse_concurrencies("4xfast")
+
+
+def test_a_key_repeated_with_another_value_is_read_as_srtctl_reads_it() -> None:
+    """srtctl loads a recipe with ``yaml.safe_load``: the later ``compilation-config`` wins
+    (kimi-k3 agg-gb200-tp16-latency-agentic.yaml). Which srt-slurm ran is not evaluated,
+    so the record is partial, naming both lines."""
+    text = RECIPE_4P1D.replace(
+        "      max-num-seqs: 1024\n",
+        "      compilation-config: '{\"cudagraph_capture_sizes\":[3,6]}'\n"
+        "      max-num-seqs: 1024\n"
+        '      compilation-config: \'{"pass_config":{"fuse_allreduce_rms":false}}\'\n',
+    )
+    recipe = load_recipe_bytes(text.encode(), PATH)
+    decode = recipe.roles["decode"].flags
+    assert decode["compilation_config.pass_config.fuse_allreduce_rms"] == "false"
+    assert "compilation_config.cudagraph_capture_sizes" not in decode
+    (marker,) = recipe.partial
+    assert (marker.construct_name, marker.path, marker.line) == ("yaml-duplicate-key", PATH, 36)
+    assert "backend.vllm_config.decode.compilation-config" in marker.detail
+    assert "earlier on line 34" in marker.detail
+    # The same value twice is not in doubt: no marker.
+    same = RECIPE_4P1D.replace(
+        "      max-num-seqs: 1024\n", "      max-num-seqs: 1024\n      max-num-seqs: 1024\n"
+    )
+    assert load_recipe_bytes(same.encode(), PATH).partial == ()
+
+
+_DEFAULT = Path(__file__).resolve().parents[4] / ".mirror" / "SemiAnalysisAI+InferenceX" / "repo"
+MIRROR = Path(os.environ.get("PROVENANCE_INFERENCEX", str(_DEFAULT)))
+
+
+@pytest.mark.parametrize("rev", ["843c6254f", "b1f05e9ac"])
+def test_mirror_kimik3_agentic_recipes_with_a_repeated_key_yield_records(rev: str) -> None:
+    """``kimik3-fp4-gb200-dynamo-vllm-agentic``: two of its recipes (added by b1f05e9ac,
+    #2404) set ``compilation-config`` twice; once skipped as ``recipe-unreadable``."""
+    if not (MIRROR / "objects").is_dir() and not (MIRROR / ".git").exists():
+        pytest.skip(f"InferenceX mirror not found at {MIRROR}")
+    repo = open_repo(MIRROR)
+    found = extract_key(repo, resolve_commit(repo, rev), "kimik3-fp4-gb200-dynamo-vllm-agentic")
+    assert found.skipped == ()
+    repeated = [
+        r for r in found.records if any(p.construct_name == "yaml-duplicate-key" for p in r.partial)
+    ]
+    assert sorted(p.path.rsplit("/", 1)[1] for r in repeated for p in r.partial) == [
+        "agg-gb200-tep16-balanced-agentic.yaml",
+        "agg-gb200-tp16-latency-agentic.yaml",
+    ]
+    for record in repeated:
+        flags = record.roles["serve"]
+        assert flags["compilation_config.pass_config.fuse_allreduce_rms"] == "false"
+        assert "compilation_config.cudagraph_capture_sizes" not in flags

@@ -26,7 +26,7 @@ from provenance.evidence.inferencex.master import MultiNodePoint, WorkerSpec
 from provenance.model.flags import FlagSet
 from provenance.model.record import PartialMarker, RoleTopology, Topology
 from provenance.normalise.canonical import normalise_mapping
-from provenance.safe_yaml import LoadedYaml, load_yaml_bytes, parse_model
+from provenance.safe_yaml import LoadedYaml, format_key_path, load_yaml_bytes, parse_model
 
 RECIPES_PREFIX = "recipes/"
 RECIPES_DIR = "benchmarks/multi_node/srt-slurm-recipes/"
@@ -280,8 +280,28 @@ def parse_recipe(loaded: LoadedYaml) -> SrtRecipe:
 
 def load_recipe_bytes(data: bytes, path: str) -> SrtRecipe:
     # Real recipes repeat an env key with the same value (b200-fp4 1p1d-tp4-dep4-eagle3):
-    # the meaning is not in doubt, so the repeat is tolerated; a differing repeat is not.
-    return parse_recipe(load_yaml_bytes(data, path, identical_duplicates=True))
+    # the meaning is not in doubt, so the repeat is tolerated. A repeat with another value
+    # (kimi-k3 agg-gb200-tp16-latency-agentic: two compilation-config) is read as srtctl
+    # reads a recipe, with yaml.safe_load (NVIDIA/srt-slurm v1.0.53 core/config.py
+    # load_config): the last wins. Which srt-slurm the runner cloned is not evaluated, so
+    # each such repeat marks the record partial.
+    loaded = load_yaml_bytes(data, path, identical_duplicates=True, last_duplicates=True)
+    recipe = parse_recipe(loaded)
+    if not loaded.overridden:
+        return recipe
+    repeats = tuple(
+        PartialMarker(
+            construct_name="yaml-duplicate-key",
+            path=path,
+            line=line,
+            detail=(
+                f"key {format_key_path(key_path)} repeated with another value (earlier on line "
+                f"{earlier}); read as srtctl's yaml.safe_load reads it: the last one wins"
+            ),
+        )
+        for key_path, line, earlier in loaded.overridden
+    )
+    return recipe.model_copy(update={"partial": (*recipe.partial, *repeats)})
 
 
 def _expected_shapes(worker: WorkerSpec) -> set[tuple[int, int, bool, int]]:
