@@ -51,7 +51,7 @@ import posixpath
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Final
+from typing import Final, Literal
 
 from provenance.errors import InputError
 from provenance.evidence.bash import benchmark_lib
@@ -115,12 +115,19 @@ StatusValue = bool | Unknown
 
 @dataclass(frozen=True)
 class ServeCapture:
-    """One ``vllm serve`` command reached by the evaluation."""
+    """One ``vllm serve`` command reached by the evaluation, or (``kind="recorded"``)
+    one command whose name the caller asked to record (``evaluate_script(record=...)``).
+
+    Both kinds travel in one stream so that branches join them alike: a capture
+    reached on one side of a condition known only at run time carries that
+    condition's marker; words that differ between the sides become holes.
+    """
 
     argv: tuple[Text, ...]
     env: tuple[tuple[str, Text], ...]
     line: int
     markers: frozenset[PartialMarker] = frozenset()
+    kind: Literal["serve", "recorded"] = "serve"
 
 
 @dataclass
@@ -193,6 +200,8 @@ class Evaluation:
     sourced: list[str]
     final: State
     heredocs: list[HeredocCapture] = field(default_factory=list)
+    #: the commands named in ``record`` that the evaluation reached, in order
+    recorded: tuple[ServeCapture, ...] = ()
 
 
 MAX_HEREDOC_CHARS: Final = 65_536
@@ -227,8 +236,10 @@ class Evaluator:
         env: Mapping[str, str],
         helpers: Mapping[str, str] | None = None,
         limits: Limits = DEFAULT_LIMITS,
+        record: frozenset[str] = frozenset(),
     ) -> None:
         self.parsed = parsed
+        self.record = record
         self.path = parsed.path
         self.env = env
         self.helpers = dict(helpers or {})
@@ -303,7 +314,8 @@ class Evaluator:
             state.serves = merge_serves(state.pending_return.serves, state.serves, None)
         return Evaluation(
             path=self.path,
-            serves=state.serves,
+            serves=tuple(c for c in state.serves if c.kind == "serve"),
+            recorded=tuple(c for c in state.serves if c.kind == "recorded"),
             markers=self.markers,
             sourced=self.sourced,
             heredocs=self.heredocs,
@@ -963,6 +975,9 @@ class Evaluator:
                     else:
                         st.vars[name] = old
             return
+        if head in self.record:
+            capture = ServeCapture(argv=tuple(words), env=(), line=line_of(node), kind="recorded")
+            st.serves = (*st.serves, capture)
         self.exec_builtin(head, args, st, node)
 
     def exec_builtin(self, head: str, args: list[Text], st: State, node: Node) -> None:
@@ -2459,6 +2474,8 @@ def merge_serves(
         if sa is not None and sb is not None:
             if sa == sb:
                 out.append(sa)
+            elif sa.kind != sb.kind:
+                out += [replace(s, markers=s.markers | extra) for s in (sa, sb)]
             else:
                 out.append(_join_capture(sa, sb, marker))
         else:
@@ -2490,6 +2507,7 @@ def _join_capture(a: ServeCapture, b: ServeCapture, marker: PartialMarker | None
         env=tuple(sorted((k, v) for k, v in env.items() if v is not None)),
         line=min(a.line, b.line),
         markers=a.markers | b.markers,
+        kind=a.kind,
     )
 
 
@@ -2737,7 +2755,12 @@ def evaluate_script(
     env: Mapping[str, str],
     helpers: Mapping[str, str] | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    record: frozenset[str] = frozenset(),
 ) -> Evaluation:
-    """Parse and statically evaluate ``script`` (never executed)."""
+    """Parse and statically evaluate ``script`` (never executed).
+
+    ``record``: names of commands (``cp``) whose every reached call is returned
+    in :attr:`Evaluation.recorded`, joined across branches as serve commands are.
+    """
     parsed = parse_script(script, path)
-    return Evaluator(parsed, env, helpers, limits).run()
+    return Evaluator(parsed, env, helpers, limits, record).run()

@@ -38,6 +38,7 @@ from provenance.evidence.inferencex.multinode_launchers import (
     llmd_skip,
     without_config_file_skip,
 )
+from provenance.evidence.inferencex.recipe_overlay import follow_overlays, runner_overlays
 from provenance.evidence.inferencex.scripts import (
     ArgvNotNormalisableError,
     ScriptResolution,
@@ -222,9 +223,10 @@ class PointExtractor:
             partial=_dedupe_partial(partial),
         )
 
-    def _consider(self, key: str, path: str) -> bool:
+    def _consider(self, key: str, path: str, *more: str) -> bool:
         """Whether a point is in scope (the ``--pr`` pre-filter); counts the ones that are."""
-        if self.relevant is not None and not self.relevant(key, path):
+        relevant = self.relevant
+        if relevant is not None and not any(relevant(key, p) for p in (path, *more)):
             return False
         self.summary.points += 1
         return True
@@ -401,13 +403,22 @@ class PointExtractor:
             return
         path, selector = recipe_repo_path(config_file, origin=entry.path)
         path = self.snapshot.safe_path(path, origin=origin)
-        if not self._consider(entry.key, path):
+        lookup = follow_overlays(
+            self.snapshot,
+            runner_overlays(self.snapshot, entry, point),
+            config_file.partition(":")[0],
+            path,
+            origin=origin,
+        )
+        path = lookup.path
+        runner = [lookup.runner_launcher] if lookup.runner_launcher else []
+        if not self._consider(entry.key, path, *runner):
             return
         recipe = self._recipe(path)
         if isinstance(recipe, str):
             self._skip(recipe, entry)
             return
-        partial = list(recipe.partial)
+        partial = [*recipe.partial, *lookup.partial]
         if selector:
             partial.append(
                 PartialMarker(
@@ -420,7 +431,11 @@ class PointExtractor:
             self.summary.warnings.append(f"{entry.key}: {problem}")
         record = self._record(
             entry,
-            [(entry.path, "master-config"), (path, "srt-slurm-recipe")],
+            [
+                (entry.path, "master-config"),
+                (path, "srt-slurm-recipe"),
+                *((r, "other") for r in runner),
+            ],
             recipe.topology,
             {name: role.flags for name, role in recipe.roles.items()},
             partial,
