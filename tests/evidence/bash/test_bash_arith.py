@@ -65,7 +65,7 @@ def test_self_referencing_values_are_bounded() -> None:
 ints = st.integers(min_value=-(2**40), max_value=2**40)
 
 
-@settings(max_examples=300, deadline=1000)
+@settings(max_examples=300)
 @given(ints, ints, st.sampled_from(["+", "-", "*", "<", "<=", "==", "!=", "&", "|", "^"]))
 def test_binary_operators_match_python(a: int, b: int, op: str) -> None:
     python = {
@@ -83,7 +83,7 @@ def test_binary_operators_match_python(a: int, b: int, op: str) -> None:
     assert evaluate(f"A {op} B", {"A": str(a), "B": str(b)}) == wrap64(python)
 
 
-@settings(max_examples=300, deadline=1000)
+@settings(max_examples=300)
 @given(st.text(alphabet="0123456789+-*/%()<>=!&|^~?:, xAB", max_size=40))
 def test_random_expressions_never_raise(expr: str) -> None:
     result = evaluate(expr, {"A": "3", "B": "-2"})

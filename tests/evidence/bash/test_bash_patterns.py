@@ -17,7 +17,7 @@ def unquoted(pattern: str) -> list[Piece]:
     return [Piece(pattern, quoted=False)]
 
 
-@settings(max_examples=400, deadline=1000)
+@settings(max_examples=400)
 @given(st.text(alphabet="ab/._-", max_size=12), st.text(alphabet=ALPHABET, max_size=8))
 def test_glob_match_agrees_with_fnmatch(subject: str, pattern: str) -> None:
     assert glob_match(subject, unquoted(pattern)) == fnmatch.fnmatchcase(subject, pattern)
