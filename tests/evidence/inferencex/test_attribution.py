@@ -161,6 +161,61 @@ def test_deprecating_other_scenarios_credits_neither_kept_nor_archived_points(
     assert extract(builder.root, "HEAD", None, None, [2]).records == []
 
 
+def _archive_tp4(builder: RepoBuilder) -> str:
+    """#2 archives the tp=4 scenarios (entry to ``configs/deprecated``, launcher to
+    ``deprecated/``); returns the archived launcher's text."""
+    tp4 = "      - { tp: 4, conc-list: [1, 2, 4], spec-decoding: mtp }\n"
+    assert tp4 in MASTER_SINGLE
+    archived = MASTER_SINGLE.replace(
+        "      - { tp: 2, ep: 2, dp-attn: true, conc-list: [64, 128], spec-decoding: mtp }\n", ""
+    )
+    script = SCRIPT_MTP.replace('/../benchmark_lib.sh"', '/../../benchmark_lib.sh"')
+    builder.commit(
+        "Deprecate tp4 scenarios (#2)",
+        {
+            MASTER: MASTER_SINGLE.replace(tp4, "") + "\n" + MASTER_DISAGG,
+            "configs/deprecated/2026-toy.yaml": archived,
+            TOY_SCRIPT: None,
+            DEPRECATED_SCRIPT: script,
+        },
+    )
+    return script
+
+
+def test_an_archived_entry_survives_launcher_edits_that_serve_the_same_command(
+    make_repo: Callable[[], RepoBuilder],
+) -> None:
+    """After the archiving, #3 edits the launcher's text (a harness call) without
+    changing what the archived tp=4 points serve: what is read now is what was swept
+    before the archiving, so the points stay evidence, credited to #1. #4 then changes a
+    flag the tp=4 points serve: read now, they were never swept so and yield nothing."""
+    builder = make_repo()
+    _base(builder)
+    script = _archive_tp4(builder)
+    harness = script + 'echo "running eval harness"\n'
+    builder.commit("Eval harness call (#3)", {DEPRECATED_SCRIPT: harness})
+    result = extract(builder.root, "HEAD", None, None, [])
+    links = backing_prs(result)
+    gone = [r for r in _single(result) if all(w.tp == 4 for w in r.workloads)]
+    assert gone and all(links[r.id] == {1} for r in gone)
+    for record in gone:
+        assert ("unchanged-served", 3, "launcher") in {
+            (m.kind, m.pr, m.file_kind) for m in record.history
+        }
+    assert result.summary.skip_counts().get("archived-launcher-changed", 0) == 0
+
+    served = harness.replace("--max-model-len", "--enforce-eager \\\n  --max-model-len")
+    assert served != harness
+    builder.commit("Eager everywhere (#4)", {DEPRECATED_SCRIPT: served})
+    after = extract(builder.root, "HEAD", None, None, [])
+    assert not [r for r in _single(after) if all(w.tp == 4 for w in r.workloads)]
+    assert after.summary.skip_counts()["archived-launcher-changed"] == len(
+        {(w.tp, w.conc) for r in gone for w in r.workloads}
+    )
+    kept = [r for r in _single(after) if all(w.tp == 2 for w in r.workloads)]
+    assert kept and all(backing_prs(after)[r.id] == {4} for r in kept)
+
+
 def test_an_archive_moved_out_of_dot_github_keeps_its_backing_pr(
     make_repo: Callable[[], RepoBuilder],
 ) -> None:

@@ -168,6 +168,23 @@ def _newest(commits: Iterable[HistoryCommit | None]) -> HistoryCommit | None:
     return min((c for c in commits if c is not None), key=lambda c: c.index, default=None)
 
 
+def _same_at_parent(
+    checks: ServedChecks, lineage: Lineage, record: EvidenceRecord, commit: HistoryCommit
+) -> KeyExtraction | None:
+    """``record``'s config key extracted at ``commit``'s first parent, when that shows
+    the same determining content over every workload of ``record`` (else None: no
+    parent in the history, the key absent or skipped there, a partial record on
+    either side, missing objects, other content)."""
+    commits = lineage.history.commits
+    if commit.index + 1 >= len(commits):
+        return None
+    parent = commits[commit.index + 1].sha
+    found = checks.extraction(parent, record.config_key)
+    if isinstance(found, str) or not_same_reason(record, found, parent[:9]):
+        return None
+    return found
+
+
 def _credit(
     checks: ServedChecks,
     lineage: Lineage,
@@ -199,12 +216,10 @@ def _credit(
             credit.origin = _newest([point_origin, newest_file])
             return credit
         credit.origin = newest_file
-        if newest_file.index + 1 >= len(commits):
+        found = _same_at_parent(checks, lineage, record, newest_file)
+        if found is None:
             return credit
         parent = commits[newest_file.index + 1].sha
-        found = checks.extraction(parent, record.config_key)
-        if isinstance(found, str) or not_same_reason(record, found, parent[:9]):
-            return credit
         same = same_records(record, found)
         snapshot = Snapshot(checks.repo, checks.repo.commit(parent))
         parent_files: list[tuple[str, str]] = []
@@ -254,8 +269,10 @@ def attribute(
     edits that changed nothing the record runs (:func:`_credit`; ``checks``
     memoises its extractions for the ingest). An entry archived in
     ``configs/deprecated`` is evaluated with the launcher of the ingested revision;
-    when that launcher's content changed after the entry was archived, the
-    combination was never swept and is not evidence.
+    when that launcher's text changed after the entry was archived and the key,
+    extracted just before the archiving, does not show what the record runs (the
+    same determining content over every workload), the combination was never
+    swept so and is not evidence.
     """
     checks = checks if checks is not None else ServedChecks(repo)
     result = Attribution()
@@ -296,7 +313,14 @@ def attribute(
             ]
             archived_since = min(archiving, key=lambda c: c.index) if archiving else None
         file_origins = [t.origin for _p, t in traced_files if t.origin is not None]
-        if archived_since is not None and any(c.index < archived_since.index for c in file_origins):
+        changed_since = archived_since is not None and any(
+            c.index < archived_since.index for c in file_origins
+        )
+        if (
+            changed_since
+            and archived_since is not None
+            and _same_at_parent(checks, lineage, draft.record, archived_since) is None
+        ):
             summary.skip(
                 "archived-launcher-changed",
                 draft.record.framework,

@@ -73,7 +73,7 @@ SKIP_MESSAGES: dict[SkipCode, str] = {
     "recipe-not-vllm": "srt-slurm recipe is not a vLLM recipe",
     "recipe-unreadable": "srt-slurm recipe unreadable",
     "archived-launcher-changed": (
-        "archived config entry: its launcher changed after archiving (never swept so)"
+        "archived config entry: its launcher now serves other content (never swept so)"
     ),
 }
 
