@@ -101,11 +101,20 @@ class ContextRules:
 
     def inert(self, key: str, role: str | None, flags: Mapping[str, str]) -> ContextRule | None:
         """The rule that makes ``key`` inert in a ``role`` command with major ``flags``."""
-        for pattern, rule in self._compiled:
-            if rule.roles and role not in rule.roles:
-                continue
-            if any(flags.get(k) != v for k, v in rule.when.items()):
-                continue
+        for pattern, rule in self.applying(role, flags):
             if pattern.match(key):
                 return rule
         return None
+
+    def applying(
+        self, role: str | None, flags: Mapping[str, str]
+    ) -> list[tuple[re.Pattern[str], ContextRule]]:
+        """The rules (compiled pattern, rule) whose role and ``when`` conditions a ``role``
+        command with major ``flags`` meets, in rule order: only their patterns remain to be
+        matched against each key (conditions are read once per command, not per key)."""
+        return [
+            (pattern, rule)
+            for pattern, rule in self._compiled
+            if not (rule.roles and role not in rule.roles)
+            and all(flags.get(k) == v for k, v in rule.when.items())
+        ]

@@ -510,9 +510,12 @@ class Policy:
         if found is not None:
             return found
         flags = self.aliases.apply(major)
-        if self.context:
+        applying = self.context.applying(role, flags) if self.context else None
+        if applying:  # most commands meet no rule's conditions: no key is matched then
             canonical = self.aliases.canonical
-            inert = [k for k in flags if self.context.inert(canonical(k), role, flags) is not None]
+            inert = [
+                k for k in flags if any(pattern.match(canonical(k)) for pattern, _ in applying)
+            ]
             if inert:
                 flags = flags.without(inert)
         found = self._context_memo[memo_key] = flags

@@ -191,11 +191,12 @@ class Judge:
         overall = tuple(j.nearest_evidence(best) for j in judgements)
         if best.validated:
             return overall, ()
-        validated = [i for i, record in enumerate(records) if record.validated]
+        validated = signatures.validated
         if not validated:
             return overall, ()
-        # records are in tie-break order: the first at the smallest total wins a tie
-        chosen = records[min(validated, key=totals.__getitem__)]
+        # records are in tie-break order, validated first: the first at the smallest total
+        # among the first ``validated`` is the nearest validated point (it wins a tie)
+        chosen = records[totals.index(min(totals[:validated]))]
         return tuple(j.nearest_evidence(chosen) for j in judgements), overall
 
     def _signature_records(
@@ -219,7 +220,8 @@ class Judge:
             for role in roles:
                 position = self._index(model_id, hardware, kind, role).position
                 columns.append([position[r.major[role]] for r in records])
-            found = self._signatures[memo] = Signatures(records, tuple(columns))
+            validated = sum(1 for record in records if record.validated)
+            found = self._signatures[memo] = Signatures(records, tuple(columns), validated)
         return found
 
     # Combination level ------------------------------------------------------

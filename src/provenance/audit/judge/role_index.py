@@ -113,6 +113,9 @@ class Signatures:
     records: list[IndexedRecord]
     #: per role of the tuple: each record's FlagSet as a position in that role's index
     columns: tuple[list[int], ...]
+    #: how many of :attr:`records` are validated: the first ones (tie-break order puts
+    #: validated records first), so the nearest validated point is searched in a prefix
+    validated: int = 0
 
 
 def tie_break(record: IndexedRecord) -> tuple[bool, str]:
