@@ -499,7 +499,7 @@ class Policy:
 
     def major(self, flags: FlagSet) -> FlagSet:
         """The flags that need evidence (before their context: see :meth:`in_context`)."""
-        return FlagSet({k: v for k, v in flags.items() if self.classify(k) is MAJOR})
+        return FlagSet.of_strings({k: v for k, v in flags.items() if self.classify(k) is MAJOR})
 
     def in_context(self, major: FlagSet, role: str | None) -> FlagSet:
         """``major`` (a command's major flags) with aliased spellings under their canonical

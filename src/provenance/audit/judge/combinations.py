@@ -188,7 +188,7 @@ class Judge:
             vector = judgements[position].distances_to(signatures, position)
             totals = list(map(operator.add, totals, vector))
         best = records[totals.index(min(totals))]
-        overall = tuple(j.nearest_evidence(best) for j in judgements)
+        overall = tuple([j.nearest_evidence(best) for j in judgements])
         if best.validated:
             return overall, ()
         validated = signatures.validated
@@ -197,7 +197,7 @@ class Judge:
         # records are in tie-break order, validated first: the first at the smallest total
         # among the first ``validated`` is the nearest validated point (it wins a tie)
         chosen = records[totals.index(min(totals[:validated]))]
-        return tuple(j.nearest_evidence(chosen) for j in judgements), overall
+        return tuple([j.nearest_evidence(chosen) for j in judgements]), overall
 
     def _signature_records(
         self, model_id: str, hardware: str, kind: DeploymentKind, roles: tuple[str, ...]
@@ -234,7 +234,7 @@ class Judge:
 
     def _judge_combination(self, key: CombinationKey) -> Outcome:
         model_id, hardware, kind = key.model_id, key.hardware, key.kind
-        role_flags = tuple((role, flags) for role, flagsets in key.roles for flags in flagsets)
+        role_flags = tuple([(role, flags) for role, flagsets in key.roles for flags in flagsets])
         if role_flags and not self.candidates(model_id, hardware, kind):
             return self._judge_without_evidence(key, role_flags)
         known = self._roles
