@@ -171,3 +171,36 @@ def test_mirror_before_2002_reads_the_b300_overlay() -> None:
             "benchmarks/multi_node/srt-slurm-recipes/vllm/minimax-m2.5-b300-fp8/"
         )
         assert record.partial == ()
+
+
+def test_a_pr_that_changes_only_the_overlaid_recipe_keeps_its_record(
+    make_repo: Callable[[], RepoBuilder],
+) -> None:
+    """``--pr`` evaluates overlays only for points a PR can touch; a PR that edits just
+    the copied source recipe (not the key, not the plain path) still gets its record."""
+    builder = make_repo()
+    files = toy_base_files()
+    files[RUNNER] = _launcher(RENAME)
+    files[OVERLAID] = OVERLAID_RECIPE
+    builder.commit("toy with an overlay (#1)", files)
+    builder.commit(
+        "tune the overlaid recipe (#2)",
+        {OVERLAID: OVERLAID_RECIPE.replace("max-num-seqs: 512", "max-num-seqs: 256")},
+    )
+    builder.commit("unrelated single-node edit (#3)", {"README.md": "notes\n"})
+    (record,) = extract(builder.root, "HEAD", None, KEY, [2]).records
+    assert _max_num_seqs(record) == "256" and OVERLAID in _files(record)
+    assert extract(builder.root, "HEAD", None, KEY, [3]).records == []
+
+
+def test_the_pr_scope_evaluates_overlays_only_where_they_can_matter() -> None:
+    from provenance.evidence.inferencex.extractor import PrScope
+
+    plain = "benchmarks/multi_node/srt-slurm-recipes/vllm/toy/4p1d.yaml"
+    config = "recipes/vllm/toy/4p1d.yaml"
+    untouched = PrScope(frozenset(), frozenset({"benchmarks/single_node/x.sh"}))
+    assert not untouched.may_overlay(KEY, plain, config)
+    assert PrScope(frozenset({KEY}), frozenset()).may_overlay(KEY, plain, config)
+    assert PrScope(frozenset(), frozenset({plain})).may_overlay(KEY, plain, config)
+    assert PrScope(frozenset(), frozenset({OVERLAID})).may_overlay(KEY, plain, config)
+    assert PrScope(frozenset(), frozenset({RUNNER})).may_overlay(KEY, plain, config)

@@ -10,6 +10,7 @@ attribution (``attribution.py``) and the ingest plan (``ingest.py``) do that.
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -155,6 +156,33 @@ def _single_topology(point: SingleNodePoint) -> Topology:
     return Topology(kind="single_node", roles={"serve": role}, nodes=1, total_gpus=gpus)
 
 
+@dataclass(frozen=True, slots=True)
+class PrScope:
+    """What PR N's merge changed (``--pr`` pre-filter): the config keys it changed or its
+    changelog entry names, and the paths it changed. Only points these can touch are
+    evaluated; the others cannot be N's records."""
+
+    keys: frozenset[str]
+    paths: frozenset[str]
+
+    def covers(self, key: str, path: str) -> bool:
+        return key in self.keys or path in self.paths
+
+    def may_overlay(self, key: str, plain: str, config_path: str) -> bool:
+        """Whether a point whose plain srt-slurm lookup is ``plain`` can be in scope once
+        the runner launcher's overlay copies are followed (without evaluating them).
+
+        A copy makes ``DST/x`` read as ``SRC/x``: the file read keeps the config
+        path's name, and the runner launcher joins the record's files only when a
+        copy decided. So a point is out of scope when neither its key, its plain
+        path, any changed file of that name, nor any runner launcher changed.
+        """
+        if self.covers(key, plain):
+            return True
+        name = posixpath.basename(config_path)
+        return any(p.startswith("runners/") or posixpath.basename(p) == name for p in self.paths)
+
+
 class PointExtractor:
     """Builds draft records for the config entries of one snapshot."""
 
@@ -163,7 +191,7 @@ class PointExtractor:
         snapshot: Snapshot,
         summary: IngestSummary,
         progress: Progress | None,
-        relevant: Callable[[str, str], bool] | None = None,
+        relevant: PrScope | None = None,
         removed_by: Callable[[str], HistoryCommit | None] | None = None,
     ):
         self.snapshot = snapshot
@@ -171,7 +199,7 @@ class PointExtractor:
         self.removed_by = removed_by
         self.summary = summary
         self.progress = progress
-        # (config key, launcher or recipe path) -> worth evaluating (``--pr`` pre-filter)
+        # what a ``--pr`` merge changed (None: every point is in scope)
         self.relevant = relevant
         self._resolutions: dict[tuple[str, str, str, str], ScriptResolution] = {}
         self._recipes: dict[str, SrtRecipe | SkipCode] = {}
@@ -226,7 +254,7 @@ class PointExtractor:
     def _consider(self, key: str, path: str, *more: str) -> bool:
         """Whether a point is in scope (the ``--pr`` pre-filter); counts the ones that are."""
         relevant = self.relevant
-        if relevant is not None and not any(relevant(key, p) for p in (path, *more)):
+        if relevant is not None and not any(relevant.covers(key, p) for p in (path, *more)):
             return False
         self.summary.points += 1
         return True
@@ -403,10 +431,15 @@ class PointExtractor:
             return
         path, selector = recipe_repo_path(config_file, origin=entry.path)
         path = self.snapshot.safe_path(path, origin=origin)
+        config_path = config_file.partition(":")[0]
+        if self.relevant is not None and not self.relevant.may_overlay(
+            entry.key, path, config_path
+        ):
+            return  # out of scope whatever the overlay says: not evaluated
         lookup = follow_overlays(
             self.snapshot,
             runner_overlays(self.snapshot, entry, point),
-            config_file.partition(":")[0],
+            config_path,
             path,
             origin=origin,
         )

@@ -52,6 +52,7 @@ from provenance.evidence.inferencex.changelog import changelog_links
 from provenance.evidence.inferencex.extractor import (
     PointExtractor,
     Progress,
+    PrScope,
     collapse,
 )
 from provenance.evidence.inferencex.history import (
@@ -173,10 +174,7 @@ def _ingest_commit(
         # At PR N's merge commit only what N changed (or its changelog names) can be N's.
         paths, changed_keys = changed_by(repo, snapshot.sha)
         named, _ = changelog_links(snapshot, {e.key for e in entries})
-        keys_of_pr = changed_keys | named.get(only_pr, set())
-
-        def relevant(key: str, path: str) -> bool:
-            return key in keys_of_pr or path in paths
+        relevant = PrScope(frozenset(changed_keys | named.get(only_pr, set())), frozenset(paths))
 
     history = lineage.history_of(snapshot.sha)
 
