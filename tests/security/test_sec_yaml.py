@@ -33,7 +33,7 @@ from sec_fixtures import (
 from provenance import safe_yaml
 from provenance.cli.main import cli
 from provenance.errors import EXIT_INPUT, EXIT_INTEGRITY, InputError, UnsafeInputError
-from provenance.evidence.inferencex.srt_slurm import load_recipe_bytes
+from provenance.evidence.inferencex.srt_slurm import NotVllmRecipeError, load_recipe_bytes
 from provenance.recipes.load.loader import load_recipe, load_recipes_root
 from provenance.safe_yaml import MAX_YAML_BYTES, load_yaml, load_yaml_bytes
 from provenance.store.ledger import Ledger
@@ -122,11 +122,24 @@ def test_recipe_loader(case: HostileYaml, recipes_copy: Path) -> None:
     assert case.message in info.value.diagnostic()
 
 
-@pytest.mark.parametrize("case", HOSTILE_YAML, ids=lambda c: c.name)
+#: srt-slurm recipes are read as srtctl reads them (``yaml.safe_load``: the last of
+#: repeated keys wins, the record marked partial), so a duplicate key is no error there.
+SRT_SLURM_HOSTILE = [c for c in HOSTILE_YAML if c.name != "duplicate-key"]
+
+
+@pytest.mark.parametrize("case", SRT_SLURM_HOSTILE, ids=lambda c: c.name)
 def test_srt_slurm_loader(case: HostileYaml) -> None:
     with pytest.raises(InputError) as info:
         load_recipe_bytes(case.raw, RECIPE)
     _assert_one_clear_error(info.value, case, RECIPE)
+
+
+def test_srt_slurm_loader_reads_a_duplicate_key_as_srtctl_does() -> None:
+    """The hostile duplicate-key file is read (the last value wins), so what decides is
+    its content: it names no vLLM backend, which is its own, specific refusal."""
+    (case,) = [c for c in HOSTILE_YAML if c.name == "duplicate-key"]
+    with pytest.raises(NotVllmRecipeError):
+        load_recipe_bytes(case.raw, RECIPE)
 
 
 @pytest.mark.parametrize("case", HOSTILE_YAML, ids=lambda c: c.name)
@@ -267,15 +280,15 @@ def test_a_hostile_srt_slurm_recipe_is_skipped_with_a_located_warning(
 ) -> None:
     """Documented ingest behaviour: an unreadable srt-slurm recipe costs its points only.
 
-    Real InferenceX has such files (8 of 469 srt-slurm recipes at 843c6254f have a
-    duplicate key), so failing the whole ingest on one would block every ingest. The
-    warning names file:line; no record is made for the points that use it.
+    Failing the whole ingest on one would block every ingest. The warning names
+    file:line; no record is made for the points that use it. (A duplicate key is read
+    as srtctl reads it: ``test_srt_slurm_loader_reads_a_duplicate_key_as_srtctl_does``.)
     """
     builder, revs = hostile_history
     first = builder.repo.git.rev_list("--max-parents=0", "HEAD").strip()
     assert _ingest(builder.root, tmp_path, first)[0] == 0
     before = tree_state(tmp_path / "ledger", tmp_path / "evidence")
-    for name in CLI_CASES:
+    for name in (n for n in CLI_CASES if n != "duplicate-key"):
         code, output = _ingest(
             builder.root, tmp_path, revs[f"{RECIPE}:{name}"], "--keys", "*dynamo*"
         )
