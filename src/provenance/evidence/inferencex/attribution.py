@@ -7,7 +7,7 @@ A launcher or recipe text change need not change what the benchmark runs (an
 added ``echo``, an eval harness call). When a record's newest origin is such a
 file origin (newer than every master-config point origin), the record's config
 key is extracted again at that commit's first parent (:class:`ServedChecks`)
-and compared by :func:`~provenance.evidence.inferencex.served_content.not_same_reason`.
+and compared by :func:`~provenance.evidence.inferencex.served_content.ran_by`.
 Equal: the commit is an ``unchanged-served`` move on the record's history and
 the next candidate is the origin of the files as they were at the parent.
 """
@@ -40,7 +40,7 @@ from provenance.evidence.inferencex.history import (
     pr_head,
 )
 from provenance.evidence.inferencex.lineage import Lineage
-from provenance.evidence.inferencex.served_content import not_same_reason, same_records
+from provenance.evidence.inferencex.served_content import ran_by
 from provenance.evidence.inferencex.snapshot import Snapshot
 from provenance.evidence.inferencex.summary import IngestSummary
 from provenance.model.ledger import INFERENCEX_REPO, LedgerEntry, LedgerFile, PrRef
@@ -168,9 +168,19 @@ def _newest(commits: Iterable[HistoryCommit | None]) -> HistoryCommit | None:
     return min((c for c in commits if c is not None), key=lambda c: c.index, default=None)
 
 
+@dataclass(frozen=True, slots=True)
+class _ParentRun:
+    """A commit's first parent whose extraction of a record's key shows it ran the record."""
+
+    sha: str
+    found: KeyExtraction
+    #: indexes of ``found.records`` with the record's determining content
+    same: tuple[int, ...]
+
+
 def _same_at_parent(
     checks: ServedChecks, lineage: Lineage, record: EvidenceRecord, commit: HistoryCommit
-) -> KeyExtraction | None:
+) -> _ParentRun | None:
     """``record``'s config key extracted at ``commit``'s first parent, when that shows
     the same determining content over every workload of ``record`` (else None: no
     parent in the history, the key absent or skipped there, a partial record on
@@ -180,9 +190,10 @@ def _same_at_parent(
         return None
     parent = commits[commit.index + 1].sha
     found = checks.extraction(parent, record.config_key)
-    if isinstance(found, str) or not_same_reason(record, found, parent[:9]):
+    same = ran_by(record, found, parent[:9])
+    if isinstance(found, str) or isinstance(same, str):
         return None
-    return found
+    return _ParentRun(parent, found, same)
 
 
 def _credit(
@@ -204,7 +215,6 @@ def _credit(
     a partial record on either side, missing objects, a file unreadable there).
     """
     credit = _Credit(origin=None, kinds=dict(kinds))
-    commits = lineage.history.commits
     while True:
         newest_file = _newest(t.origin for _p, _k, t in files)
         points_newer = (
@@ -216,11 +226,10 @@ def _credit(
             credit.origin = _newest([point_origin, newest_file])
             return credit
         credit.origin = newest_file
-        found = _same_at_parent(checks, lineage, record, newest_file)
-        if found is None:
+        run = _same_at_parent(checks, lineage, record, newest_file)
+        if run is None:
             return credit
-        parent = commits[newest_file.index + 1].sha
-        same = same_records(record, found)
+        parent, found, same = run.sha, run.found, run.same
         snapshot = Snapshot(checks.repo, checks.repo.commit(parent))
         parent_files: list[tuple[str, str]] = []
         for path in sorted({p for i in same for p in found.attributed[i]}):
@@ -313,12 +322,9 @@ def attribute(
             ]
             archived_since = min(archiving, key=lambda c: c.index) if archiving else None
         file_origins = [t.origin for _p, t in traced_files if t.origin is not None]
-        changed_since = archived_since is not None and any(
-            c.index < archived_since.index for c in file_origins
-        )
         if (
-            changed_since
-            and archived_since is not None
+            archived_since is not None
+            and any(c.index < archived_since.index for c in file_origins)
             and _same_at_parent(checks, lineage, draft.record, archived_since) is None
         ):
             summary.skip(

@@ -13,6 +13,7 @@ import json
 import posixpath
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from provenance.errors import InputError
@@ -156,7 +157,7 @@ def _single_topology(point: SingleNodePoint) -> Topology:
     return Topology(kind="single_node", roles={"serve": role}, nodes=1, total_gpus=gpus)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class PrScope:
     """What PR N's merge changed (``--pr`` pre-filter): the config keys it changed or its
     changelog entry names, and the paths it changed. Only points these can touch are
@@ -177,10 +178,18 @@ class PrScope:
         copy decided. So a point is out of scope when neither its key, its plain
         path, any changed file of that name, nor any runner launcher changed.
         """
-        if self.covers(key, plain):
+        if self.covers(key, plain) or self._runner_changed:
             return True
-        name = posixpath.basename(config_path)
-        return any(p.startswith("runners/") or posixpath.basename(p) == name for p in self.paths)
+        return posixpath.basename(config_path) in self._names
+
+    @cached_property
+    def _names(self) -> frozenset[str]:
+        """The file names of the changed paths (asked once per multinode point)."""
+        return frozenset(posixpath.basename(p) for p in self.paths)
+
+    @cached_property
+    def _runner_changed(self) -> bool:
+        return any(p.startswith("runners/") for p in self.paths)
 
 
 class PointExtractor:

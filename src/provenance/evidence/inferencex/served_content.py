@@ -6,7 +6,7 @@ served flags and env per role, image, topology, checkpoint, hardware, runner,
 precision, framework and config key. Another commit ran the record when the
 records its extraction of the record's config key gives with equal determining
 content and no partial marker cover every workload of the record
-(:func:`not_same_reason`). Sweep scoping (``sweep_scope.py``) asks it of a swept
+(:func:`ran_by`). Sweep scoping (``sweep_scope.py``) asks it of a swept
 head; attribution (``attribution.py``) of the first parent of a commit that
 changed a record's launcher text.
 """
@@ -55,15 +55,11 @@ def _differences(record: EvidenceRecord, other: EvidenceRecord) -> list[str]:
     return named
 
 
-def same_records(record: EvidenceRecord, found: KeyExtraction) -> list[int]:
-    """Indexes of ``found.records`` whose determining content equals ``record``'s."""
-    content = determining_content(record)
-    return [i for i, r in enumerate(found.records) if determining_content(r) == content]
-
-
-def not_same_reason(record: EvidenceRecord, found: KeyExtraction | str, where: str) -> str:
-    """Why ``found`` (``record``'s config key extracted at ``where``, e.g. "the head", or
-    why it could not be) does not show that ``where`` ran ``record``; "" when it does."""
+def ran_by(record: EvidenceRecord, found: KeyExtraction | str, where: str) -> tuple[int, ...] | str:
+    """The indexes of ``found.records`` that show ``where`` ran ``record`` (equal
+    determining content, none partial, every workload covered), or why ``found``
+    (``record``'s config key extracted at ``where``, e.g. "the head", or why it could
+    not be) does not show it."""
     if isinstance(found, str):
         return found
     if record.partial:
@@ -74,10 +70,12 @@ def not_same_reason(record: EvidenceRecord, found: KeyExtraction | str, where: s
             return f"re-extraction at {where} skipped the key's points ({', '.join(skipped)})"
         problem = f" ({found.warnings[0]})" if found.warnings else ""
         return f"{where} has no record for config key {record.config_key}{problem}"
-    same = [found.records[i] for i in same_records(record, found)]
-    if not same:
+    content = determining_content(record)
+    indexes = tuple(i for i, r in enumerate(found.records) if determining_content(r) == content)
+    if not indexes:
         nearest = min(found.records, key=lambda r: len(_differences(record, r)))
         return f"re-extracted at {where}, it differs: " + "; ".join(_differences(record, nearest))
+    same = [found.records[i] for i in indexes]
     if any(r.partial for r in same):
         return f"re-extraction at {where} is partial: the content cannot be shown equal"
     covered = {_workload_key(w) for r in same for w in r.workloads}
@@ -85,4 +83,11 @@ def not_same_reason(record: EvidenceRecord, found: KeyExtraction | str, where: s
     if missing:
         total = len(record.workloads)
         return f"{where}'s search space lacks {missing} of the record's {total} points"
-    return ""
+    return indexes
+
+
+def not_same_reason(record: EvidenceRecord, found: KeyExtraction | str, where: str) -> str:
+    """Why ``found`` does not show that ``where`` ran ``record`` (:func:`ran_by`); ""
+    when it does."""
+    result = ran_by(record, found, where)
+    return result if isinstance(result, str) else ""
