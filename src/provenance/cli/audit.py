@@ -143,10 +143,10 @@ def audit(
             else:
                 write_report(report, fmt, sys.stdout, show_all=show_all)
         else:
-            from provenance.store.atomic import atomic_text_stream
+            from provenance.store.atomic import output_text_stream
 
             # the report appears whole or not at all (an error mid-write leaves no file)
-            with atomic_text_stream(output) as out:
+            with output_text_stream(output) as out:
                 write_report(report, fmt, out, show_all=show_all)
         if github_pr:
             _github_check(report, github_pr, comment, token_env)
@@ -215,9 +215,9 @@ def _pr_audit(
     if output is None:
         write_pr_audit(result, fmt, sys.stdout)
     else:
-        from provenance.store.atomic import atomic_text_stream
+        from provenance.store.atomic import output_text_stream
 
-        with atomic_text_stream(output) as out:
+        with output_text_stream(output) as out:
             write_pr_audit(result, fmt, out)
     if github_pr and result.head_report is not None:
         _github_check(result.head_report, github_pr, comment, token_env)

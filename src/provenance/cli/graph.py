@@ -52,9 +52,9 @@ def graph(
             if output is None:
                 write_graphml(exported, sys.stdout.buffer)
             else:
-                from provenance.store.atomic import atomic_binary_stream
+                from provenance.store.atomic import output_binary_stream
 
-                with atomic_binary_stream(output) as handle:
+                with output_binary_stream(output) as handle:
                     write_graphml(exported, handle)
             return EXIT_OK
         if fmt == "dot":
@@ -66,9 +66,10 @@ def graph(
         if output is None:
             click.echo(text, nl=False)
         else:
-            from provenance.store.atomic import atomic_write_text
+            from provenance.store.atomic import output_text_stream
 
-            atomic_write_text(output, text)
+            with output_text_stream(output) as out:
+                out.write(text)
         return EXIT_OK
 
     run(action)

@@ -69,9 +69,9 @@ def suggest(
         if output is None:
             write(report, fmt, sys.stdout)
         else:
-            from provenance.store.atomic import atomic_text_stream
+            from provenance.store.atomic import output_text_stream
 
-            with atomic_text_stream(output) as out:
+            with output_text_stream(output) as out:
                 write(report, fmt, out)
         return EXIT_OK
 

@@ -12,6 +12,13 @@ A failure before step 3 removes the temporary file and leaves the target as
 it was. A process killed before step 3 may leave a hidden ``*.tmp`` file
 behind; readers never look at hidden files and ``provenance verify`` reports
 leftovers as warnings.
+
+A file the user names for an output (``--output``) goes through
+:func:`output_binary_stream` / :func:`output_text_stream`: the same atomic replace for
+a regular file or a new path, reached through a symbolic link as the shell's ``>``
+would reach it; but a file that exists and is neither (``/dev/null``, ``/dev/stdout``,
+a FIFO) is written in place, since replacing it would put a regular file where the
+device or pipe was.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import contextlib
 import io
 import os
 import secrets
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, TextIO
@@ -119,13 +127,20 @@ def atomic_binary_stream(path: Path) -> Iterator[BinaryIO]:
 @contextlib.contextmanager
 def atomic_text_stream(path: Path) -> Iterator[TextIO]:
     """:func:`atomic_binary_stream` for UTF-8 text."""
-    with atomic_binary_stream(path) as handle:
-        text = io.TextIOWrapper(handle, encoding="utf-8", newline="")
-        try:
-            yield text
-            text.flush()
-        finally:
-            text.detach()
+    with atomic_binary_stream(path) as handle, _utf8_text(handle) as text:
+        yield text
+
+
+@contextlib.contextmanager
+def _utf8_text(handle: BinaryIO) -> Iterator[TextIO]:
+    """UTF-8 text over ``handle``, flushed into it at the end and detached from it (the
+    caller's block closes ``handle``)."""
+    text = io.TextIOWrapper(handle, encoding="utf-8", newline="")
+    try:
+        yield text
+        text.flush()
+    finally:
+        text.detach()
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -151,6 +166,24 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     fsync_directory(directory)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """:func:`atomic_write_bytes` for UTF-8 text."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+@contextlib.contextmanager
+def output_binary_stream(path: Path) -> Iterator[BinaryIO]:
+    """Stream a user-named output into ``path`` (see the module docstring): atomically
+    for a regular file or a new path, in place for a device, FIFO or other special file."""
+    try:
+        mode: int | None = path.stat().st_mode
+    except FileNotFoundError:
+        mode = None  # a new path, or a symbolic link to one
+    if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        with path.open("wb") as handle:
+            yield handle
+        return
+    with atomic_binary_stream(path.resolve()) as handle:
+        yield handle
+
+
+@contextlib.contextmanager
+def output_text_stream(path: Path) -> Iterator[TextIO]:
+    """:func:`output_binary_stream` for UTF-8 text."""
+    with output_binary_stream(path) as handle, _utf8_text(handle) as text:
+        yield text
