@@ -8,6 +8,7 @@ import gc
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,21 @@ def test_exit_handlers_run_and_the_status_is_the_commands() -> None:
     assert "No such option" in done.stderr
 
 
+def _one_shot(command: Callable[[], int]) -> tuple[pytest.ExceptionInfo[BaseException], int]:
+    """Run ``command`` through ``one_shot_process``; what it raised and how many objects
+    it left frozen (the collector and the freeze are restored after)."""
+    was = gc.isenabled()
+    try:
+        with pytest.raises(BaseException) as ended:
+            one_shot_process(command)
+        frozen = gc.get_freeze_count()
+    finally:
+        gc.unfreeze()
+        if was:
+            gc.enable()
+    return ended, frozen
+
+
 def test_one_shot_process_runs_the_command_without_the_collector() -> None:
     seen: list[bool] = []
 
@@ -107,12 +123,17 @@ def test_one_shot_process_runs_the_command_without_the_collector() -> None:
         seen.append(gc.isenabled())
         return 3
 
-    was = gc.isenabled()
-    try:
-        with pytest.raises(SystemExit) as ended:
-            one_shot_process(command)
-    finally:
-        if was:
-            gc.enable()
+    ended, frozen = _one_shot(command)
     assert seen == [False]
+    assert isinstance(ended.value, SystemExit)
     assert ended.value.code == 3
+    assert frozen > 0  # the interpreter's final collection will not scan them
+
+
+def test_one_shot_process_freezes_the_objects_left_even_when_the_command_raises() -> None:
+    def command() -> int:
+        raise ValueError("boom")
+
+    ended, frozen = _one_shot(command)
+    assert isinstance(ended.value, ValueError)
+    assert frozen > 0

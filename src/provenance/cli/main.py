@@ -136,6 +136,16 @@ def one_shot_process(command: Callable[[], int]) -> NoReturn:
     of long-lived objects and no garbage cycles, and the collector's repeated scans of
     them cost 0.14 s of a 0.57 s in-process audit (30%). Nothing accumulates across
     commands: this process runs one command and ends.
+
+    Before the ordinary ``sys.exit`` every object left is frozen (``gc.freeze``): the
+    interpreter's shutdown still runs every ``atexit`` handler and flushes every stream,
+    but its final full collection no longer scans those objects. Measured on the same
+    audit (2026-12-02, a non-editable install): from the command's return to the end
+    of the process 0.080-0.107 s without, 0.016 s with.
     """
     gc.disable()
-    sys.exit(command())
+    try:
+        status = command()
+    finally:
+        gc.freeze()
+    sys.exit(status)
