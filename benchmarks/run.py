@@ -2,7 +2,7 @@
 """Performance benchmarks of ``provenance`` against the targets of docs/performance.md.
 
 python benchmarks/run.py [--recipes-clone DIR] [--oracle DIR] [--only NAME[,NAME]]
-    [--ledger DIR --evidence DIR] [--repeat N]
+    [--ledger DIR --evidence DIR] [--repeat N] [--fresh-install]
 
 Targets (``--only``):
   m3       full audit of MiniMax-M3 (71,208 combinations) with --format json, side by
@@ -13,6 +13,13 @@ Targets (``--only``):
   ingest   ingest of the full InferenceX history for minimaxm3, then a re-run with nothing new
   scaling  synthetic recipes and evidence scaled 1x to 16x
   startup  ``provenance --help``
+
+``--fresh-install`` measures the tool as a user runs it: this checkout is installed
+with ``pip install`` (not editable) into a new virtual environment, and the benchmark
+runs again under that environment's interpreter, timing its console script. Without
+it, the console script of this interpreter is timed, whatever install that is (an
+editable one adds its import hooks, and this interpreter's site-packages its own
+``.pth`` start-up, to every figure).
 
 Every figure is of one child process (os.wait4): wall seconds, CPU seconds
 (user + sys) and peak RSS; the 1-minute load average is printed with each, since
@@ -431,8 +438,25 @@ def compile_bytecode() -> str:
     return "bytecode compiled" + (f" (PYTHONDONTWRITEBYTECODE={flag} here)" if flag else "")
 
 
+def rerun_in_fresh_install(argv: Sequence[str]) -> int:
+    """Install this checkout into a new virtual environment (``pip install``, not
+    editable, as a user installs it) and run this script again under its interpreter."""
+    with tempfile.TemporaryDirectory(prefix="provenance-bench-venv-") as tmp:
+        venv = Path(tmp) / "venv"
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        python = venv / "bin" / "python"
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", str(REPO)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        print(f"installed: pip install {REPO} (not editable) into a new venv", flush=True)
+        return subprocess.run([str(python), str(Path(__file__).resolve()), *argv]).returncode
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--fresh-install", action="store_true")
     parser.add_argument("--recipes-clone", type=Path, default=None)
     parser.add_argument("--oracle", type=Path, default=None)
     parser.add_argument("--only", default=",".join(TARGETS))
@@ -440,6 +464,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--evidence", type=Path, default=None)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
+    if args.fresh_install:
+        given = list(sys.argv[1:] if argv is None else argv)
+        sys.exit(rerun_in_fresh_install([a for a in given if a != "--fresh-install"]))
     wanted = [t.strip() for t in args.only.split(",") if t.strip()]
     unknown = [t for t in wanted if t not in TARGETS]
     if unknown:
