@@ -4,8 +4,11 @@ recipes root travel inside it, and the defaults find them from anywhere."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -91,3 +94,28 @@ def test_in_a_recipes_checkout_the_checkout_is_the_root_and_options_override(
     assert report["ledger"] == str(tmp_path / "ledger")
     assert report["summary"]["recommended"] == 0
     assert any("no evidence records" in notice for notice in report["notices"])
+
+
+def test_an_installed_audit_writes_into_a_fifo_in_place_and_whole(
+    installed_bin: Path, tmp_path: Path
+) -> None:
+    """The console script's own ending (collector off, objects frozen, ordinary exit)
+    with ``--output`` naming a FIFO: the reader gets the whole report, the FIFO stays."""
+    fifo = tmp_path / "audit.fifo"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+
+    def read() -> None:
+        with fifo.open("rb") as handle:
+            received.append(handle.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    args = ["provenance", "audit", "--format", "json", "--variant", "nvfp4", "--hardware", "b200"]
+    done = run([*args, "--output", str(fifo)], cwd=tmp_path, env=base_env(installed_bin))
+    reader.join(timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert not reader.is_alive()
+    assert json.loads(received[0])["summary"]["combinations"] > 0
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["audit.fifo"]

@@ -145,7 +145,8 @@ def audit(
         else:
             from provenance.store.atomic import output_text_stream
 
-            # the report appears whole or not at all (an error mid-write leaves no file)
+            # a regular file appears whole or not at all (an error mid-write leaves
+            # no file); a FIFO or device is written in place
             with output_text_stream(output) as out:
                 write_report(report, fmt, out, show_all=show_all)
         if github_pr:
