@@ -438,19 +438,25 @@ def compile_bytecode() -> str:
     return "bytecode compiled" + (f" (PYTHONDONTWRITEBYTECODE={flag} here)" if flag else "")
 
 
+def install_fresh(venv: Path) -> Path:
+    """Create the virtual environment ``venv``, install this checkout into it with ``pip
+    install`` (not editable, as a user installs it) and return its interpreter."""
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", str(REPO)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    print(f"installed: pip install {REPO} (not editable) into a new venv", flush=True)
+    return python
+
+
 def rerun_in_fresh_install(argv: Sequence[str]) -> int:
-    """Install this checkout into a new virtual environment (``pip install``, not
-    editable, as a user installs it) and run this script again under its interpreter."""
+    """Install this checkout into a new virtual environment and run this script again
+    under its interpreter."""
     with tempfile.TemporaryDirectory(prefix="provenance-bench-venv-") as tmp:
-        venv = Path(tmp) / "venv"
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        python = venv / "bin" / "python"
-        subprocess.run(
-            [str(python), "-m", "pip", "install", "--quiet", str(REPO)],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-        print(f"installed: pip install {REPO} (not editable) into a new venv", flush=True)
+        python = install_fresh(Path(tmp) / "venv")
         return subprocess.run([str(python), str(Path(__file__).resolve()), *argv]).returncode
 
 
