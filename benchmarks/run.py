@@ -438,17 +438,18 @@ def compile_bytecode() -> str:
     return "bytecode compiled" + (f" (PYTHONDONTWRITEBYTECODE={flag} here)" if flag else "")
 
 
-def install_fresh(venv: Path) -> Path:
-    """Create the virtual environment ``venv``, install this checkout into it with ``pip
-    install`` (not editable, as a user installs it) and return its interpreter."""
+def install_fresh(venv: Path, source: Path = REPO) -> Path:
+    """Create the virtual environment ``venv``, install ``source`` (this checkout, or a
+    snapshot of it) into it with ``pip install`` (not editable, as a user installs it)
+    and return its interpreter."""
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", str(REPO)],
+        [str(python), "-m", "pip", "install", "--quiet", str(source)],
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    print(f"installed: pip install {REPO} (not editable) into a new venv", flush=True)
+    print(f"installed: pip install {source} (not editable) into a new venv", flush=True)
     return python
 
 
