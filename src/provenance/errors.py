@@ -14,11 +14,15 @@ Exit codes (see ``docs/cli.md``):
 4     ledger or evidence integrity failure (hash mismatch, dangling reference,
       suspect evidence, a concurrent writer holds the lock)
 5     network or GitHub API failure (offline, rate limit, HTTP error)
+6     cannot write: the disk is full, or a ledger, evidence or output
+      directory is read-only or not writable; nothing was half-written
 ====  ==========================================================
 """
 
 from __future__ import annotations
 
+import errno
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +32,11 @@ EXIT_USAGE = 2
 EXIT_INPUT = 3
 EXIT_INTEGRITY = 4
 EXIT_NETWORK = 5
+EXIT_WRITE = 6
+
+#: errno values that can only mean a write the system refused (outside a write, an
+#: ``EACCES``/``EPERM`` may be a read; the writers map those themselves).
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
 
 
 def _inert(text: str) -> str:
@@ -143,7 +152,32 @@ class NetworkError(ProvenanceError):
     label = "network error"
 
 
+class WriteError(ProvenanceError):
+    """A file could not be written: disk full, quota, read-only file system, no
+    permission. Every writer is atomic, so nothing was half-written (the target is as it
+    was and the temporary file is removed)."""
+
+    exit_code = EXIT_WRITE
+    label = "cannot write"
+
+    @classmethod
+    def from_os_error(cls, exc: OSError, path: str | Path | None = None) -> WriteError:
+        """The error for ``exc`` raised while writing ``path`` (else the file it names)."""
+        target = path if path is not None else exc.filename
+        reason = exc.strerror or (os.strerror(exc.errno) if exc.errno else str(exc))
+        return cls(f"{target}: {reason}" if target is not None else reason)
+
+
 class UnsafeInputError(InputError):
     """An input tried to escape its repository or use a forbidden construct."""
 
     label = "unsafe input"
+
+
+class ProvenanceWarning(UserWarning):
+    """Something the user should know, which does not stop the command (a stale index
+    rebuilt in memory). The core emits it with :func:`warnings.warn`; ``cli.runner``
+    prints each as one ``warning: …`` line on stderr, terminal-safe."""
+
+    def diagnostic(self) -> str:
+        return _inert(f"warning: {self}")

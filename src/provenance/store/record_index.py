@@ -12,13 +12,19 @@ damaged or hand-edited index is refused. Ingest rewrites it atomically, under th
 writer lock, after the records it indexes are stored (incrementally when the old
 index still describes the store). Trust model:
 
-* an audit (:func:`load_scoped`) checks the digest, that the index lists exactly the
-  record files present (by name: a directory listing, no file is read) and that every
-  record it loads has the checkpoint it is listed under; any failure is an
-  IntegrityError (exit 4) naming the index. A record listed under the wrong
-  checkpoint is only noticed when that checkpoint's records are loaded;
+* an audit (:func:`load_scoped`) checks the digest, that every record the index lists
+  is present (by name: a directory listing, no file is read) and that every record it
+  loads has the checkpoint it is listed under; any failure is an IntegrityError
+  (exit 4) naming the index. A record listed under the wrong checkpoint is only
+  noticed when that checkpoint's records are loaded;
+* record files present but not listed are what an ingest killed between storing its
+  records and rewriting the index leaves (ingest never deletes a record): the audit
+  reads and proves those records (a forged one is still an IntegrityError), keeps the
+  ones in scope — the index rebuilt in memory — and says so with a
+  :class:`StaleIndexWarning` (one line on stderr); it writes nothing;
 * ``provenance verify`` (:func:`check_index`) rebuilds the index from every record
-  and compares: it stays complete.
+  and compares: it stays complete. An index that is only stale that way, every record
+  sound, is rewritten (:func:`repair_stale_index`) and reported as a warning.
 
 Without an index (a store written before it existed, or by hand) the audit loads
 every record and keeps the ones in scope: the same result, at the old cost; verify
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +43,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from provenance.errors import IntegrityError
+from provenance.errors import IntegrityError, ProvenanceError, ProvenanceWarning
 from provenance.model.record import EvidenceRecord, canonical_json
 from provenance.model.scope import checkpoint_key
 from provenance.store.atomic import atomic_write_bytes
@@ -45,6 +52,11 @@ from provenance.store.verified import VerifiedRecords
 
 INDEX_SCHEMA: Literal["provenance.evidence.index/v1"] = "provenance.evidence.index/v1"
 _REBUILD_HINT = "run `provenance evidence index` to rebuild it, then `provenance verify`"
+
+
+class StaleIndexWarning(ProvenanceWarning):
+    """The index misses record files present in the store (an interrupted ingest); the
+    command went on with the index rebuilt in memory, or rewritten."""
 
 
 class RecordIndex(BaseModel):
@@ -207,11 +219,11 @@ def load_scoped(
         )
     path = index_path(store)
     indexed = index.ids()
-    if indexed != present:
-        unlisted, missing = len(present - indexed), len(indexed - present)
+    unlisted, missing = present - indexed, indexed - present
+    if missing:
         raise IntegrityError(
-            f"{path}: evidence index is stale: {unlisted} record file(s) not listed, "
-            f"{missing} listed record(s) missing from {store.root}",
+            f"{path}: evidence index is stale: {len(unlisted)} record file(s) not listed, "
+            f"{len(missing)} listed record(s) missing from {store.root}",
             hint=_REBUILD_HINT,
         )
     wanted = {record_id: key for key in keys for record_id in index.checkpoints.get(key, ())}
@@ -223,7 +235,54 @@ def load_scoped(
                 f"but the record ran {record.checkpoint!r}",
                 hint=_REBUILD_HINT,
             )
+    if unlisted:
+        # An ingest killed before it rewrote the index: read and prove the records it
+        # did not list, keep those in scope (the index rebuilt in memory).
+        extra = store.load_ids(sorted(unlisted), verified)
+        records.update(
+            (record_id, record)
+            for record_id, record in extra.items()
+            if checkpoint_key(record.checkpoint) in keys
+        )
+        warnings.warn(
+            StaleIndexWarning(
+                f"{path}: evidence index is stale: {len(unlisted)} record file(s) not listed "
+                "(an interrupted ingest); rebuilt in memory for this run "
+                "(`provenance evidence index` or `provenance verify` rewrites it)"
+            ),
+            stacklevel=2,
+        )
     return ScopedRecords(records, present, indexed=True)
+
+
+def only_unlisted(store: EvidenceStore, stored: Mapping[str, EvidenceRecord]) -> int:
+    """How many sound records ``stored`` the index does not list, when that is all that is
+    wrong with it (an interrupted ingest; digest, listed records and checkpoints right);
+    0 otherwise."""
+    try:
+        index = read_index(store)
+    except IntegrityError:
+        return 0
+    if index is None:
+        return 0
+    unlisted = {i: r for i, r in stored.items() if i not in index.ids()}
+    if not unlisted:
+        return 0
+    listed = {i: r for i, r in stored.items() if i not in unlisted}
+    return len(unlisted) if build_index(listed.values()) == index else 0
+
+
+def repair_stale_index(ledger_root: Path, store: EvidenceStore) -> bool:
+    """Rewrite a stale index atomically under the writer lock, without waiting for it;
+    False when the lock is held or the index cannot be written (read-only store)."""
+    from provenance.store.lock import writer_lock
+
+    try:
+        with writer_lock(ledger_root, timeout=0):
+            update_index(store, ())
+    except (ProvenanceError, OSError):
+        return False
+    return True
 
 
 def check_index(store: EvidenceStore, stored: Mapping[str, EvidenceRecord]) -> list[str]:

@@ -39,7 +39,12 @@ from provenance.model.record import EvidenceRecord
 from provenance.sources.git import Commit, commit_or_none, is_blob, open_repo, tree_entry
 from provenance.store.evidence import EvidenceStore, is_record_id
 from provenance.store.ledger import Ledger
-from provenance.store.record_index import check_index, index_path
+from provenance.store.record_index import (
+    check_index,
+    index_path,
+    only_unlisted,
+    repair_stale_index,
+)
 
 VERIFY_SCHEMA: Literal["provenance.verify/v1"] = "provenance.verify/v1"
 #: The repository ``--inferencex`` is a checkout of.
@@ -326,10 +331,12 @@ def _check_store(store: EvidenceStore, found: _Findings) -> None:
 
 
 def _check_index(
-    store: EvidenceStore, found: _Findings
+    ledger_root: Path, store: EvidenceStore, found: _Findings
 ) -> tuple[Literal["ok", "missing", "bad"], list[str]]:
     """The index's state and problems. A missing index is a warning (audits then load
-    every record; an empty store needs none); a damaged or stale one fails verify."""
+    every record; an empty store needs none); a damaged one fails verify. One that only
+    misses sound records present in the store (an ingest killed before it rewrote the
+    index) is rewritten, or left to the audits' in-memory rebuild, with a warning."""
     path = index_path(store)
     if not (path.exists() or path.is_symlink()):
         if found.record_paths or found.anonymous:
@@ -337,6 +344,19 @@ def _check_index(
             return "missing", []
         return "ok", []
     problems = check_index(store, found.stored)
+    sound = not found.anonymous and len(found.stored) == len(found.record_paths)
+    if problems and sound and (unlisted := only_unlisted(store, found.stored)):
+        done = (
+            "rewrote it"
+            if repair_stale_index(ledger_root, store) and not check_index(store, found.stored)
+            else "could not rewrite it (read-only, or a writer holds the lock); "
+            "audits rebuild it in memory"
+        )
+        found.warnings.append(
+            f"{path}: evidence index was stale: {unlisted} record file(s) not listed "
+            f"(an interrupted ingest); {done}"
+        )
+        return "ok", []
     return ("bad" if problems else "ok"), problems
 
 
@@ -483,7 +503,7 @@ def verify(
     ledger.manifest()  # read for its errors: an unreadable or malformed manifest fails too
     _check_store(store, found)
     orphans = _check_references(entries, store, found)
-    index_state, index_problems = _check_index(store, found)
+    index_state, index_problems = _check_index(Path(ledger_root), store, found)
 
     blobs_checked = reextracted = 0
     reextraction: Literal["done", "unavailable", "not-requested"] = "not-requested"
