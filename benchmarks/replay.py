@@ -39,6 +39,7 @@ import csv
 import json
 import math
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -501,12 +502,12 @@ def fresh_provenance(work: Path) -> list[str]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from run import install_fresh
 
-    source = work / "source"
+    source, archive = work / "source", work / "source.tar"
     source.mkdir()
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", "HEAD"], check=True, capture_output=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(source)], input=archive, check=True)
+    # through a file, not this process's memory: its peak RSS is every child's floor
+    subprocess.run(["git", "-C", str(REPO), "archive", "-o", str(archive), "HEAD"], check=True)
+    subprocess.run(["tar", "-x", "-f", str(archive), "-C", str(source)], check=True)
+    archive.unlink()
     python = install_fresh(work / "venv", source)
     script = (
         "import compileall, pathlib, provenance; "
@@ -540,6 +541,9 @@ def replay(
     done = prepare_csv(output)
     pending = [c for c in commits if c.sha not in done]
     print(f"commits: {len(commits)} selected, {len(commits) - len(pending)} already in {output}")
+    # a child's peak RSS starts at this process's own peak (fork): say how small it is
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"runner peak RSS {peak:.0f} MB", flush=True)
     with tempfile.TemporaryDirectory(prefix="provenance-replay-") as tmp:
         work = Path(tmp)
         env = {**os.environ, "PROVENANCE_CACHE_DIR": str(work / "local-cache")}

@@ -227,6 +227,8 @@ def test_replay_writes_one_row_per_commit_and_resumes(
     assert all(float(r["cpu_s"]) > 0 and float(r["wall_s"]) > 0 for r in rows.values())
 
     assert "commits 5: pass 2, block 2, error 1" in printed
+    (runner,) = [line.split()[-2] for line in printed.splitlines() if "runner peak RSS" in line]
+    assert int(runner) < float(rows["big model"]["peak_mb"])
     table = [line.split() for line in printed.splitlines()]
     assert ["new-unevidenced-flag", "1", "commits", "7"] in table
     assert ["new-claim", "1", "commits", "1"] in table
