@@ -49,6 +49,22 @@ def test_conditions_add_success_unless_a_status_function_is_called(tmp_path: Pat
     assert not condition("${{ inputs.comment == 'true' }}", _contexts(tmp_path))
 
 
+def test_and_and_or_short_circuit_as_github_does(tmp_path: Path) -> None:
+    """The side ``&&``/``||`` skips is not evaluated (step ``audit`` has not run), but an
+    evaluated side still refuses what it does not know, and a skipped side must parse and
+    call only known functions."""
+    ctx = _contexts(tmp_path)
+    assert evaluate("steps.revs.outputs.base == 'x' && steps.audit.outputs.exit-code", ctx) is False
+    assert evaluate("steps.revs.outputs.base == 'abc' || steps.audit.outputs.sarif", ctx) is True
+    assert evaluate("'' && format('{0}', steps.audit.outputs.x)", ctx) == ""
+    with pytest.raises(UnknownExpressionError):
+        evaluate("steps.revs.outputs.base == 'abc' && steps.audit.outputs.exit-code", ctx)
+    with pytest.raises(UnknownExpressionError):  # an unknown function, even skipped
+        evaluate("'' && contains(inputs.comment, 'x')", ctx)
+    with pytest.raises(UnknownExpressionError):
+        evaluate("false && (inputs.comment", ctx)
+
+
 @pytest.mark.parametrize(
     "expression",
     [

@@ -7,7 +7,10 @@ and parentheses; and the functions ``always``, ``success``, ``failure``, ``cance
 ``format`` and ``hashFiles``. Anything else — an unknown context, an undeclared input, a
 step id that does not exist or an output that step never wrote, an unknown function or
 operator — raises :class:`UnknownExpressionError`, so a typo in the action fails the test
-instead of evaluating to an empty string.
+instead of evaluating to an empty string. ``&&`` and ``||`` short-circuit as GitHub's do:
+the operand they skip is parsed (a syntax error still fails) but not evaluated, so
+``steps.x.outcome == 'success' && steps.x.outputs.y`` reads the output only when step
+``x`` ran.
 """
 
 from __future__ import annotations
@@ -131,6 +134,8 @@ class _Parser:
         self.contexts = contexts
         #: whether the expression calls a status function (else ``if:`` adds success())
         self.status_called = False
+        #: inside an operand ``&&``/``||`` skips: parse it, evaluate nothing
+        self.skipping = False
 
     def _peek(self) -> tuple[str, str] | None:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else None
@@ -153,18 +158,30 @@ class _Parser:
             )
         return value
 
+    def _skipped(self, operand: Callable[[], Value]) -> None:
+        """Parse ``operand`` without evaluating it (the short-circuited side)."""
+        outer, self.skipping = self.skipping, True
+        try:
+            operand()
+        finally:
+            self.skipping = outer
+
     def _or(self) -> Value:
         value = self._and()
         while self._take("||"):
-            right = self._and()
-            value = value if truthy(value) else right
+            if truthy(value):
+                self._skipped(self._and)
+            else:
+                value = self._and()
         return value
 
     def _and(self) -> Value:
         value = self._comparison()
         while self._take("&&"):
-            right = self._comparison()
-            value = right if truthy(value) else value
+            if truthy(value):
+                value = self._comparison()
+            else:
+                self._skipped(self._comparison)
         return value
 
     def _comparison(self) -> Value:
@@ -229,6 +246,10 @@ class _Parser:
                 raise UnknownExpressionError(f"{name}() takes no arguments: {self.text!r}")
             self.status_called = True
             return status[name]()
+        if self.skipping:
+            if name not in ("format", "hashFiles"):
+                raise UnknownExpressionError(f"unknown function {name}() in {self.text!r}")
+            return None
         if name == "format":
             return _format(args, self.text)
         if name == "hashFiles":
@@ -246,6 +267,8 @@ class _Parser:
         return self._lookup(names)
 
     def _lookup(self, names: list[str]) -> Value:
+        if self.skipping:
+            return None
         dotted = ".".join(names)
         head, rest = names[0], names[1:]
         if head == "inputs":
