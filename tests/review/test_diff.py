@@ -111,17 +111,60 @@ def test_added_flag_is_listed_per_role_in_lens_with_evidence_or_absence() -> Non
     assert not diff.gate.passed
 
 
-def test_new_guide_only_blocks_unless_declared() -> None:
+def test_new_guide_only_with_an_unevidenced_flag_blocks_unless_declared() -> None:
+    base = report(entry(sel("nvfp4", "b200"), REC, TP8))
+    new_sel = sel("nvfp4", "b200", ("spec_decoding",))
+    head = report(
+        entry(sel("nvfp4", "b200"), REC, TP8), entry(new_sel, GUIDE, TP8 | INDEXER_UNBACKED)
+    )
+    diff = diff_reports(base, head, base_label="a", head_label="b")
+    assert [(c.kind, c.block_reason) for c in changes(diff)] == [("new", "new-guide-only")]
+    declared = report(
+        entry(sel("nvfp4", "b200"), REC, TP8),
+        entry(new_sel, GUIDE, TP8 | INDEXER_UNBACKED, declared_by="d1"),
+    )
+    diff = diff_reports(base, declared, base_label="a", head_label="b")
+    assert diff.gate.passed and diff.gate.declared == 1
+
+
+def test_new_guide_only_whose_every_flag_has_evidence_is_reported_not_blocked() -> None:
+    # guide-only for another reason (here the fixture's flag-unevidenced code, in real
+    # audits e.g. missing-flag or never-jointly-observed): no flag of it is new and unbacked
     base = report(entry(sel("nvfp4", "b200"), REC, TP8))
     new_sel = sel("nvfp4", "b200", ("spec_decoding",))
     head = report(entry(sel("nvfp4", "b200"), REC, TP8), entry(new_sel, GUIDE, TP8))
     diff = diff_reports(base, head, base_label="a", head_label="b")
-    assert [(c.kind, c.block_reason) for c in changes(diff)] == [("new", "new-guide-only")]
-    declared = report(
-        entry(sel("nvfp4", "b200"), REC, TP8), entry(new_sel, GUIDE, TP8, declared_by="d1")
-    )
-    diff = diff_reports(base, declared, base_label="a", head_label="b")
-    assert diff.gate.passed and diff.gate.declared == 1
+    assert [(c.kind, c.blocking, c.unbenchmarked) for c in changes(diff)] == [("new", False, False)]
+    assert diff.gate.passed
+
+
+def _unreachable(e: VerdictEntry) -> VerdictEntry:
+    return dataclasses.replace(e, reasons=(*e.reasons, Reason(code=ReasonCode.UNREACHABLE)))
+
+
+def test_unreachable_cells_never_block() -> None:
+    base = report(entry(sel("nvfp4", "h200"), GUIDE, TP8))
+    head = report(_unreachable(entry(sel("nvfp4", "h200"), GUIDE, TP8 | INDEXER_UNBACKED)))
+    diff = diff_reports(base, head, base_label="a", head_label="b")
+    assert [c.kind for c in changes(diff)] == ["flags-changed"]
+    assert diff.gate.passed and diff.gate.blocking == 0
+    # the control: the same change in a reachable cell blocks
+    reachable = report(entry(sel("nvfp4", "h200"), GUIDE, TP8 | INDEXER_UNBACKED))
+    assert not diff_reports(base, reachable, base_label="a", head_label="b").gate.passed
+
+
+def test_one_unbacked_value_for_another_is_reported_not_blocked() -> None:
+    drafter = "speculative_config.model"
+    base = report(entry(sel("nvfp4", "h200"), GUIDE, TP8 | {drafter: ("draft-a", False)}))
+    head = report(entry(sel("nvfp4", "h200"), GUIDE, TP8 | {drafter: ("draft-b", False)}))
+    diff = diff_reports(base, head, base_label="a", head_label="b")
+    (change,) = changes(diff)
+    assert change.flags.changed == {"serve": {drafter: ("draft-a", "draft-b")}}
+    assert not change.blocking and diff.gate.passed
+    # an evidenced value replaced by an unevidenced one made it worse: it blocks
+    backed = report(entry(sel("nvfp4", "h200"), GUIDE, TP8 | {drafter: ("draft-a", True)}))
+    worse = diff_reports(backed, head, base_label="a", head_label="b")
+    assert [c.block_reason for c in changes(worse)] == ["new-unevidenced-flag"]
 
 
 def test_verdict_regression_and_removal() -> None:
@@ -143,7 +186,10 @@ def test_guide_only_with_carried_unevidenced_flag_does_not_block() -> None:
 
 
 def test_no_base_means_everything_new() -> None:
-    head = report(entry(sel("nvfp4", "b200"), REC, TP8), entry(sel("nvfp4", "h200"), GUIDE, TP8))
+    head = report(
+        entry(sel("nvfp4", "b200"), REC, TP8),
+        entry(sel("nvfp4", "h200"), GUIDE, TP8 | INDEXER_UNBACKED),
+    )
     diff = diff_reports(None, head, base_label="-", head_label="b")
     assert diff.summary.new == 2 and diff.gate.blocking == 1
 

@@ -19,6 +19,7 @@ from provenance.audit.verdicts import AuditReport
 from provenance.errors import InputError
 from provenance.model.combination import Selection
 from provenance.model.reasons import ReasonCode
+from provenance.report.diff import verdict_line
 from provenance.review.diff import DiffReport
 from provenance.review.pr_audit import PrAuditRequest, run_pr_audit
 
@@ -177,38 +178,57 @@ def test_declaration_lets_the_gate_pass_knowingly(tmp_path: Path) -> None:
     assert diff.gate.passed and diff.gate.declared > 0
 
 
-def test_declarations_in_the_audited_repository_count_like_the_ledgers(tmp_path: Path) -> None:
-    """A contributor acknowledges guide-only combinations in the PR itself, in
-    ``provenance-declarations.yaml`` at the recipes root, without touching the ledger."""
+def _declarations_file(declaration_id: str) -> str:
+    return yaml.safe_dump(
+        {
+            "schema": "provenance.ledger.declarations/v1",
+            "declarations": [
+                {
+                    "id": declaration_id,
+                    "match": {"variant": "mxfp8"},
+                    "reason": "benchmarked on Blackwell only",
+                    "date": "2026-07-27",
+                }
+            ],
+        }
+    )
+
+
+def test_a_pr_cannot_declare_its_own_guide_only_combinations(tmp_path: Path) -> None:
+    """``provenance-declarations.yaml`` added by the PR itself does not relax its gate: it
+    is listed for a maintainer's review and applies once merged (the next PR's base)."""
+    work, base, head = _mxfp8_indexer_pr(tmp_path)
+    request = PrAuditRequest(
+        repo=work, base=base, head=head, ledger=LEDGER, evidence=EVIDENCE, filters=FILTERS
+    )
+    assert not run_pr_audit(request).diff.gate.passed
+    (work / "provenance-declarations.yaml").write_text(_declarations_file("mxfp8-in-pr"))
+    waived = _commit(git.Repo(work), "head, with its own acknowledgement")
+    diff = run_pr_audit(request.model_copy(update={"head": waived})).diff
+    assert not diff.gate.passed and diff.gate.declared == 0
+    assert [(c.path, c.change) for c in diff.judging_changes] == [
+        ("provenance-declarations.yaml", "added")
+    ]
+
+
+def test_declarations_of_the_base_judge_both_sides(tmp_path: Path) -> None:
+    """Once merged, the repository's declarations count like the ledger's."""
     repo = _init(tmp_path)
     _without_mxfp8_indexer(work_tree(repo) / MODEL)
-    base = _commit(repo, "base")
+    (work_tree(repo) / "provenance-declarations.yaml").write_text(
+        _declarations_file("mxfp8-indexer")
+    )
+    base = _commit(repo, "base, with the acknowledgement")
     shutil.copy(EMBEDDED / MODEL, work_tree(repo) / MODEL)
+    head = _commit(repo, "head")
     request = PrAuditRequest(
-        repo=work_tree(repo), base=base, head=_commit(repo, "head"),
+        repo=work_tree(repo), base=base, head=head,
         ledger=LEDGER, evidence=EVIDENCE, filters=FILTERS,
     )  # fmt: skip
-    assert not run_pr_audit(request).diff.gate.passed
-    (work_tree(repo) / "provenance-declarations.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "schema": "provenance.ledger.declarations/v1",
-                "declarations": [
-                    {
-                        "id": "mxfp8-indexer-in-pr",
-                        "match": {"variant": "mxfp8"},
-                        "reason": "benchmarked on Blackwell only",
-                        "date": "2026-07-27",
-                    }
-                ],
-            }
-        )
-    )
-    head = _commit(repo, "head, with the acknowledgement")
-    diff = run_pr_audit(request.model_copy(update={"head": head})).diff
-    assert diff.gate.passed and diff.gate.declared > 0
+    diff = run_pr_audit(request).diff
+    assert diff.gate.passed and diff.gate.declared > 0 and diff.judging_changes == ()
     assert {c.declared_by for c in diff.changes if c.head_verdict == "guide-only"} == {
-        "mxfp8-indexer-in-pr"
+        "mxfp8-indexer"
     }
 
 
@@ -421,7 +441,7 @@ def test_new_verified_hardware_claim_without_a_recommended_combination_blocks(
     assert run_pr_audit(_recipe_pr(tmp_path / "back", unclaimed, claim, mi300x)).diff.gate.passed
 
 
-def test_new_kv_offload_support_claim_is_enumerated_and_blocks(tmp_path: Path) -> None:
+def test_new_kv_offload_support_claim_is_enumerated_and_reported(tmp_path: Path) -> None:
     def support(data: dict[str, Any]) -> None:
         data["kv_offload_support"] = {"offloading_cpu": "verified"}
 
@@ -432,14 +452,20 @@ def test_new_kv_offload_support_claim_is_enumerated_and_blocks(tmp_path: Path) -
     new = [c for c in diff.iter_changes() if c.kind == "new"]
     assert new and {c.selection.kv_offload for c in new} == {"offloading_cpu"}
     assert diff.summary.new == len(new) and diff.summary.removed == 0
-    assert [c.kv_offload for c in diff.claims] == ["offloading_cpu"]
-    assert diff.claims[0].hardware == "" and "kv_offload_support" in diff.claims[0].detail
-    assert not diff.gate.passed
+    # InferenceX never ran the OffloadingConnector with MiniMax-M3: outside its coverage
+    assert diff.claims == ()
+    assert [(c.kv_offload, c.coverage) for c in diff.claims_reported] == [
+        ("offloading_cpu", "outside-coverage")
+    ]
+    claim = diff.claims_reported[0]
+    assert claim.hardware == "" and "kv_offload_support" in claim.detail
+    assert "OffloadingConnector" in claim.detail
 
 
-def test_a_pr_editing_the_policy_is_audited_under_it(tmp_path: Path) -> None:
-    """Each side is judged under its own policy file: a head that classes the indexer
-    precision as tuning no longer blocks on it, and a bad policy names the revision."""
+def test_a_pr_editing_the_policy_is_judged_by_the_base_policy(tmp_path: Path) -> None:
+    """A head that classes the indexer precision as tuning does not relax its own gate;
+    the change is listed for review, and even a broken head policy is not read. The
+    base's policy judges both sides."""
     work, base, head = _mxfp8_indexer_pr(tmp_path)
     request = PrAuditRequest(
         repo=work, base=base, head=head, ledger=LEDGER, evidence=EVIDENCE, filters=FILTERS
@@ -448,10 +474,67 @@ def test_a_pr_editing_the_policy_is_audited_under_it(tmp_path: Path) -> None:
     (work / "provenance.toml").write_text(f'[policy]\n"{INDEXER[0]}" = "tuning"\n')
     relaxed = _commit(git.Repo(work), "head, under a policy of its own")
     result = run_pr_audit(request.model_copy(update={"head": relaxed}))
-    assert result.changed.shared_changed  # the policy decides every recipe's verdicts
-    assert result.diff.gate.passed, result.diff.gate
+    assert not result.changed.shared_changed  # the head's policy judges nothing here
+    assert not result.diff.gate.passed, result.diff.gate
+    assert [(c.path, c.change) for c in result.diff.judging_changes] == [
+        ("provenance.toml", "added")
+    ]
     (work / "provenance.toml").write_text('[policy]\n"x" = "bogus"\n')
     broken = _commit(git.Repo(work), "a bad policy")
-    with pytest.raises(InputError) as info:
-        run_pr_audit(request.model_copy(update={"head": broken}))
-    assert str(info.value).startswith(f"{broken[:12]}:provenance.toml:2")
+    diff = run_pr_audit(request.model_copy(update={"head": broken})).diff
+    assert not diff.gate.passed and diff.judging_changes
+    # merged, the policy judges the next PR on both sides: the indexer is tuning there
+    repo = git.Repo(work)
+    (work / "provenance.toml").write_text(f'[policy]\n"{INDEXER[0]}" = "tuning"\n')
+    _without_mxfp8_indexer(work / MODEL)
+    merged = _commit(repo, "the policy, merged")
+    shutil.copy(EMBEDDED / MODEL, work / MODEL)
+    later = _commit(repo, "a later PR")
+    diff = run_pr_audit(request.model_copy(update={"base": merged, "head": later})).diff
+    assert diff.gate.passed and diff.judging_changes == ()
+
+
+def _verify_h100(data: dict[str, Any]) -> None:
+    data["meta"]["hardware"]["h100"] = "verified"
+
+
+H100 = AuditFilters(variants=("mxfp8",), hardware=("h100",), features="none")
+
+
+def _ledger_declaring(tmp_path: Path, declaration_id: str, match: dict[str, str]) -> Path:
+    declaration: dict[str, object] = {
+        "id": declaration_id,
+        "match": match,
+        "reason": "r",
+        "date": "2026-12-05",
+    }
+    return _embedded_ledger_with(tmp_path, [declaration])
+
+
+def test_a_claim_inside_inferencex_coverage_blocks_unless_declared(tmp_path: Path) -> None:
+    """InferenceX ran MiniMax-M3 (MXFP8) on H100, and nothing the recipe renders there is
+    recommended: a new ``h100: verified`` claim is a finding, and a reviewed declaration
+    in the ledger acknowledges it."""
+    request = _recipe_pr(tmp_path / "a", _verify_h100, filters=H100)
+    diff = run_pr_audit(request).diff
+    assert [(c.hardware, c.coverage) for c in diff.claims] == [("h100", "in-coverage")]
+    assert not diff.gate.passed and diff.gate.claims == 1
+    assert "1 new unbacked claim(s) inside InferenceX coverage" in verdict_line(diff, [])
+    ledger = _ledger_declaring(
+        tmp_path, "h100-tested-end-to-end", {"recipe": "MiniMaxAI/MiniMax-M3", "hardware": "h100"}
+    )
+    diff = run_pr_audit(request.model_copy(update={"ledger": ledger})).diff
+    assert diff.gate.passed and diff.claims == ()
+    assert [(c.hardware, c.declared_by) for c in diff.claims_reported] == [
+        ("h100", "h100-tested-end-to-end")
+    ]
+
+
+def test_a_declaration_scoped_to_a_variant_does_not_acknowledge_a_claim(
+    tmp_path: Path,
+) -> None:
+    # a claim is about the whole recipe on a hardware: a variant-scoped declaration is not
+    request = _recipe_pr(tmp_path / "a", _verify_h100, filters=H100)
+    ledger = _ledger_declaring(tmp_path, "mxfp8-only", {"variant": "mxfp8", "hardware": "h100"})
+    diff = run_pr_audit(request.model_copy(update={"ledger": ledger})).diff
+    assert [c.hardware for c in diff.claims] == ["h100"] and not diff.gate.passed

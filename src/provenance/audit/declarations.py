@@ -12,6 +12,12 @@ every field it gives matches (``fnmatch`` globs, case-sensitive):
 * ``reasons``: when given, *every* reason code of the verdict matches one of
   the globs — a declaration written for ``value-mismatch`` does not silently
   cover a later ``flag-unevidenced``.
+
+A declaration also acknowledges a ``verified`` claim (:meth:`DeclarationMatcher.declared_claim`)
+when it is about the whole recipe — ``variant`` and ``strategy`` are ``*``, no
+``features`` or ``feature_modes`` — and its ``recipe`` and ``hardware`` globs match the
+claim's (a KV offload claim has no hardware: ``*`` matches it). With ``reasons``, one
+glob must match the claim's code, ``claim-in-coverage`` or ``claim-outside-coverage``.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import translate
 
+from provenance.audit.verdicts import Claim
 from provenance.model.combination import Selection
 from provenance.model.ledger import Declaration, Declarations, SelectionPattern
 
@@ -91,6 +98,16 @@ class _CompiledPattern:
                     return False
         return True
 
+    def matches_claim(self, claim: Claim) -> bool:
+        match = self.declaration.match
+        if match.variant != "*" or match.strategy != "*":
+            return False
+        if match.features is not None or match.feature_modes:
+            return False
+        if not (self.recipe.match(claim.recipe) and self.hardware.match(claim.hardware)):
+            return False
+        return not self.reasons or any(p.match(claim.code) for p in self.reasons)
+
 
 class DeclarationMatcher:
     """Finds the first declaration covering a guide-only selection (memoised)."""
@@ -134,3 +151,7 @@ class DeclarationMatcher:
         )
         self._memo[key] = found
         return found
+
+    def declared_claim(self, claim: Claim) -> str | None:
+        """Id of the first declaration acknowledging ``claim``, or None."""
+        return next((p.declaration.id for p in self._patterns if p.matches_claim(claim)), None)

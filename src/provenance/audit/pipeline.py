@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from provenance import __version__
-from provenance.audit.claims import claims_of
+from provenance.audit.claims import ClaimInputs, Coverage, claims_of, kv_connectors
 from provenance.audit.declarations import REPO_DECLARATIONS_FILE, DeclarationMatcher, merged
 from provenance.audit.index import EvidenceIndex
 from provenance.audit.judge import ClassifyFn, Judge
@@ -72,6 +72,11 @@ class RecipeInput:
     verified_hardware: tuple[str, ...] = ()
     #: ``kv_offload_support`` keys the recipe marks ``verified``
     verified_kv: tuple[str, ...] = ()
+    #: KV offload key -> the KV connector its ``--kv-transfer-config`` names
+    kv_connectors: Mapping[str, str] = field(default_factory=dict)
+    #: the checkpoints the recipe can select (:func:`recipe_model_ids`): the universe its
+    #: claims are judged in (empty: every claim is in coverage)
+    model_ids: frozenset[str] = frozenset()
     hardware_filter: tuple[str, ...] | None = None
     #: True when the enumeration was narrowed (variant, strategy, features, …): a verified
     #: hardware with no audited combination is then not reported as a claim.
@@ -136,11 +141,12 @@ def audit(
         claims.extend(
             claims_of(
                 recipe.ref,
-                recipe.verified_hardware,
+                ClaimInputs(recipe.verified_hardware, recipe.verified_kv, recipe.kv_connectors),
                 tally,
                 recipe.hardware_filter,
                 recipe.filtered,
-                recipe.verified_kv,
+                Coverage.of(graph, recipe.model_ids) if recipe.model_ids else None,
+                matcher,
             )
         )
         if recipe.path:
@@ -415,6 +421,8 @@ def recipe_inputs(
                     for key, claim in (recipe.spec.kv_offload_support or {}).items()
                     if claim == "verified"
                 ),
+                kv_connectors=kv_connectors(root.taxonomy.kv_offload or {}),
+                model_ids=recipe_model_ids((recipe,)),
                 hardware_filter=filters.hardware,
                 # KV offload only adds combinations: it narrows nothing
                 filtered=filters.model_copy(update={"kv": "off"})

@@ -309,6 +309,11 @@ class ReverseEntry:
     why: str = ""
 
 
+#: ``in-coverage``: InferenceX ran the recipe's model on the hardware (evidence could back
+#: the claim); ``outside-coverage``: it never did (no evidence can exist)
+ClaimCoverage = Literal["in-coverage", "outside-coverage"]
+
+
 class Claim(BaseModel):
     """A recipe claim the evidence does not back: ``meta.hardware.<hw>: verified``, or
     (``kv_offload`` set, ``hardware`` empty) ``kv_offload_support.<key>: verified``."""
@@ -321,14 +326,31 @@ class Claim(BaseModel):
     claim: str
     recommended: int
     detail: str = ""
+    #: Whether InferenceX's universe covers the claim: ``in-coverage`` when the ledger
+    #: holds evidence for the recipe's model on that hardware (and, for a KV offload
+    #: claim, a run with a KV connector there), so evidence could back it and its absence
+    #: is a finding; ``outside-coverage`` when InferenceX never ran it, so no evidence
+    #: can exist (reported, never a gate failure).
+    coverage: ClaimCoverage = "in-coverage"
+    #: the declaration that acknowledges the claim (``None``: none does)
+    declared_by: str | None = None
 
     @model_serializer(mode="wrap")
     def _without_unset_kv(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A hardware claim is written as before ``kv_offload`` existed (no such key)."""
+        """A hardware claim is written as before ``kv_offload`` existed (no such key); an
+        undeclared claim has no ``declared_by``."""
         data: dict[str, Any] = handler(self)
         if self.kv_offload is None:
             data.pop("kv_offload", None)
+        if self.declared_by is None:
+            data.pop("declared_by", None)
         return data
+
+    @property
+    def code(self) -> str:
+        """The claim's code, which a declaration's ``reasons`` globs match:
+        ``claim-in-coverage`` or ``claim-outside-coverage``."""
+        return f"claim-{self.coverage}"
 
     @property
     def subject(self) -> str:

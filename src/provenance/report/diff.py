@@ -58,14 +58,19 @@ TEXT_MAX_ROWS = 200
 
 CATEGORY_TITLE = {
     "regressed-verdict": "Regressed: was recommended, now guide-only",
-    "new-claim": "New verified claim no recommended combination backs",
+    "new-claim": (
+        "New verified claim inside InferenceX coverage that no recommended combination backs"
+    ),
     "new-unevidenced-flag": "New major flag or value no in-scope evidence sets",
-    "new-guide-only": "Newly exposed guide-only combinations where evidence exists",
+    "new-guide-only": (
+        "Newly exposed guide-only combinations carrying a major flag or value no in-scope "
+        "evidence sets"
+    ),
 }
 #: the verdict line's count of each category, in the blocking order
 CATEGORY_COUNT = {
     "regressed-verdict": "regressed",
-    "new-claim": "new unbacked claim(s)",
+    "new-claim": "new unbacked claim(s) inside InferenceX coverage",
     "new-unevidenced-flag": "newly carry an unevidenced major flag",
     "new-guide-only": "newly exposed guide-only",
 }
@@ -301,6 +306,18 @@ def _claim_text(claim: Claim) -> str:
     return f"{claim.recipe}: {where}: {claim.claim} ({claim.recommended} recommended)"
 
 
+#: the heading of the new claims the gate reports without blocking
+REPORTED_CLAIMS_TITLE = (
+    "new verified claims reported, not blocking (outside InferenceX coverage: InferenceX "
+    "never ran the model there, so no evidence can back them; or declared)"
+)
+
+
+def _reported_claim_text(claim: Claim) -> str:
+    why = f"declared by {claim.declared_by}" if claim.declared_by else claim.coverage
+    return f"{_claim_text(claim)} [{why}]"
+
+
 def _unset(value: str | None) -> str:
     return value if value is not None else "(unset)"
 
@@ -344,11 +361,20 @@ def verdict_line(diff: DiffReport, groups: Iterable[BlockGroup]) -> str:
         )
     if gate.declared:
         not_blocking.append(f"{gate.declared} declared guide-only")
+    outside = sum(
+        1 for c in diff.claims_reported if c.coverage == "outside-coverage" and not c.declared_by
+    )
+    if outside:
+        not_blocking.append(
+            f"{outside} new claim(s) outside InferenceX coverage (no evidence can exist)"
+        )
+    if gate.claims_reported - outside:
+        not_blocking.append(f"{gate.claims_reported - outside} declared claim(s)")
     tail = f"; reported, not blocking: {', '.join(not_blocking)}" if not_blocking else ""
     if gate.passed:
         return (
             "gate: PASS — the PR makes no benchmarked combination worse and adds no "
-            f"unbacked claim{tail}"
+            f"unbacked claim inside InferenceX coverage{tail}"
         )
     counts = category_counts(diff, groups)
     why = ", ".join(f"{counts[c]} {CATEGORY_COUNT[c]}" for c in SECTION_ORDER)
@@ -358,10 +384,22 @@ def verdict_line(diff: DiffReport, groups: Iterable[BlockGroup]) -> str:
     return f"gate: FAIL — {'; '.join(parts)}{tail}"
 
 
-def invalid_titles(diff: DiffReport) -> list[tuple[str, list[str]]]:
-    """(title, located errors) of the recipes invalid in the head (blocking) and in the
-    base (a notice), those there are (plain text: escape it to render)."""
+def notice_sections(diff: DiffReport) -> list[tuple[str, list[str]]]:
+    """(title, lines) of what comes right after the verdict line, those there are (plain
+    text: escape it to render): the judging files the PR changes (a maintainer's review;
+    not applied to this PR), the recipes invalid in the head (blocking), in the base (a
+    notice) and in both, untouched by the PR (a notice)."""
     out = []
+    if diff.judging_changes:
+        out.append(
+            (
+                f"needs a maintainer's review: this PR changes {len(diff.judging_changes)} "
+                "file(s) that judge pull requests (policy, aliases, context rules, "
+                "declarations); this PR is judged by the base's, its own changes apply "
+                "once merged",
+                [f"{c.path}: {c.change}" for c in diff.judging_changes],
+            )
+        )
     if diff.errors:
         out.append(
             (
@@ -376,6 +414,14 @@ def invalid_titles(diff: DiffReport) -> list[tuple[str, list[str]]]:
                 f"notice: {len(diff.base_errors)} recipe(s) invalid in the base, not audited "
                 "there (the head's combinations of those the PR fixes count as new)",
                 [e.located() for e in diff.base_errors],
+            )
+        )
+    if diff.errors_unchanged:
+        out.append(
+            (
+                f"notice: {len(diff.errors_unchanged)} recipe(s) invalid before and after "
+                "this PR, which does not touch them (not audited, not blocking)",
+                [e.located() for e in diff.errors_unchanged],
             )
         )
     return out
@@ -469,15 +515,21 @@ def _md_group(out: _Budget, diff: DiffReport, number: int, group: BlockGroup) ->
 
 
 def _md_claims(out: _Budget, diff: DiffReport, number: int) -> None:
-    out.write(
-        f"\n**{number}. {markdown_inline(CATEGORY_TITLE['new-claim'])}** — "
-        f"{len(diff.claims)} claim(s)\n\n"
-    )
-    rows = [
-        f"- {markdown_code(_claim_text(c))}: {markdown_inline(c.detail or '—')}\n"
-        for c in diff.claims
-    ]
-    _md_rows(out, rows, MAX_INFO_ROWS, _RESERVE_BLOCKING, _md_more(diff, "claim(s)"))
+    title = f"{number}. {CATEGORY_TITLE['new-claim']}"
+    _md_claim_list(out, diff, title, diff.claims, _claim_text, _RESERVE_BLOCKING)
+
+
+def _md_claim_list(
+    out: _Budget,
+    diff: DiffReport,
+    title: str,
+    claims: tuple[Claim, ...],
+    label: Callable[[Claim], str],
+    reserve: int,
+) -> None:
+    out.write(f"\n**{markdown_inline(title)}** — {len(claims)} claim(s)\n\n")
+    rows = [f"- {markdown_code(label(c))}: {markdown_inline(c.detail or '—')}\n" for c in claims]
+    _md_rows(out, rows, MAX_INFO_ROWS, reserve, _md_more(diff, "claim(s)"))
 
 
 def _md_info_table(
@@ -508,7 +560,7 @@ def write_markdown(diff: DiffReport, out: TextIO) -> None:
     md = _Budget(MARKDOWN_LIMIT)
     w = md.write
     w(f"**{markdown_inline(verdict_line(diff, groups))}**\n\n")
-    for title, located in invalid_titles(diff):
+    for title, located in notice_sections(diff):
         w(f"**{markdown_inline(title)}:**\n\n")
         w("".join(f"- {markdown_code(line)}\n" for line in located))
         w("\n")
@@ -558,6 +610,9 @@ def write_markdown(diff: DiffReport, out: TextIO) -> None:
         _info(diff.changes, _declared),
         _RESERVE_INFO,
     )
+    if diff.claims_reported:
+        title = REPORTED_CLAIMS_TITLE[0].upper() + REPORTED_CLAIMS_TITLE[1:]
+        _md_claim_list(md, diff, title, diff.claims_reported, _reported_claim_text, _RESERVE_INFO)
     _md_info_table(
         md,
         diff,
@@ -645,7 +700,7 @@ def write_text(diff: DiffReport, out: TextIO) -> None:
     w = out.write
     groups = blocking_groups(diff.changes)
     w(terminal(verdict_line(diff, groups)) + "\n")
-    for title, located in invalid_titles(diff):
+    for title, located in notice_sections(diff):
         w(f"{terminal(title)}:\n")
         w("".join(f"  {terminal(line)}\n" for line in located))
     w(f"PR audit {terminal(diff.base)} -> {terminal(diff.head)}\n")
@@ -700,6 +755,13 @@ def write_text(diff: DiffReport, out: TextIO) -> None:
         _info(diff.changes, _unbenchmarked),
     )
     _text_info(out, diff, "declared guide-only", _info(diff.changes, _declared))
+    if diff.claims_reported:
+        w(f"  {REPORTED_CLAIMS_TITLE}: {len(diff.claims_reported)} claim(s)\n")
+        lines = [
+            f"    {terminal(_reported_claim_text(c))}: {terminal(c.detail or '—')}\n"
+            for c in diff.claims_reported
+        ]
+        _text_rows(out, diff, lines, "    ", "claim(s)")
     _text_info(out, diff, "other changes", _info(diff.changes, _other))
     for entry in diff.lens:
         w(

@@ -23,7 +23,7 @@ from provenance.report.diff import (
     SECTION_ORDER,
     BlockGroup,
     blocking_groups,
-    invalid_titles,
+    notice_sections,
     verdict_line,
 )
 from provenance.review.diff import DiffReport
@@ -66,7 +66,7 @@ class HtmlGate(BaseModel):
     #: :func:`no_evidence_line`, when the ledger has no evidence for a recipe's model
     no_evidence: str = ""
     #: (title, located errors) of the recipes invalid in the head (blocking) and in the
-    #: base (a notice): :func:`~provenance.report.diff.invalid_titles`
+    #: base (a notice): :func:`~provenance.report.diff.notice_sections`
     invalid: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @classmethod
@@ -92,7 +92,7 @@ class HtmlGate(BaseModel):
             verdict=verdict_line(diff, blocking),
             groups=tuple(g for c in SECTION_ORDER for g in by_category[c]),
             no_evidence=no_evidence_line(diff) if diff.no_evidence else "",
-            invalid=tuple((title, tuple(lines)) for title, lines in invalid_titles(diff)),
+            invalid=tuple((title, tuple(lines)) for title, lines in notice_sections(diff)),
         )
 
 

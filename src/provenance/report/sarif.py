@@ -561,16 +561,21 @@ def _claim_item(
     )
     line = (locator.loaded.line_of(path) if locator is not None else None) or 1
     where = claim.subject if claim.kv_offload is not None else f"meta.hardware.{claim.hardware}"
+    blocks = claim.coverage == "in-coverage" and claim.declared_by is None
     text = f"new-claim: {where}: {claim.claim}, and no audited combination is recommended"
     if claim.detail:
         text += f". {claim.detail}"
+    if claim.declared_by:
+        text += f". Declared by {claim.declared_by}: reported, not blocking"
+    elif not blocks:
+        text += ". Reported, not blocking"
     fingerprint = hashlib.sha256(
         json.dumps([claim.recipe, where, claim.claim], sort_keys=True).encode()
     ).hexdigest()
     return {
         "ruleId": CLAIM_RULE["id"],
         "ruleIndex": len(ReasonCode),
-        "level": "error",
+        "level": "error" if blocks else "note",
         "message": {"text": terminal(text)},
         "locations": [_location(report, claim.recipe, _on_changed(changed, [line]))],
         "partialFingerprints": {"provenanceClaim/v1": fingerprint},
@@ -578,7 +583,8 @@ def _claim_item(
             "recipe": _inert(claim.recipe),
             "claim": _inert(where),
             "recommended": claim.recommended,
-            "gate": "new-claim",
+            "coverage": claim.coverage,
+            "gate": "new-claim" if blocks else "reported",
         },
     }
 
@@ -608,7 +614,8 @@ def build_pr(head: AuditReport, base: AuditReport | None, diff: DiffReport) -> d
         )
     items = [_item(head, r) for r in collector.results.values()]
     items += [
-        _claim_item(head, c, collector.locator(c.recipe), changed_in(c.recipe)) for c in diff.claims
+        _claim_item(head, c, collector.locator(c.recipe), changed_in(c.recipe))
+        for c in (*diff.claims, *diff.claims_reported)
     ]
     if not diff.errors:
         return _document(head, _rules([CLAIM_RULE]), items)

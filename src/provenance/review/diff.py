@@ -12,13 +12,15 @@ Pure functions over two :class:`~provenance.audit.verdicts.AuditReport` objects:
   or newly claims, each blocking group with its category —
   ``regressed-verdict`` (recommended in the base, guide-only in the head),
   ``new-unevidenced-flag`` (a major flag or value newly present in a cell that has
-  in-scope evidence, where no in-scope evidence sets it), ``new-claim`` (a
-  ``verified`` claim of the head that no recommended combination backs and the base
-  did not make) and ``new-guide-only`` (a newly exposed guide-only combination where
-  in-scope evidence exists); and every recipe that is invalid in the head (the site
-  would refuse it: ``errors``). Changes in cells with no in-scope evidence on either
-  side are reported as *unbenchmarked* and do not block; nor does anything a
-  declaration covers.
+  in-scope evidence, where no in-scope evidence sets it; not one unevidenced value
+  replacing another), ``new-claim`` (a ``verified`` claim of the head that no
+  recommended combination backs, that the base did not make, inside InferenceX's
+  coverage) and ``new-guide-only`` (a newly exposed guide-only combination carrying
+  such a flag where in-scope evidence exists); and every recipe the PR touches that
+  is invalid in the head (the site would refuse it: ``errors``). Changes in cells
+  with no in-scope evidence on either side are reported as *unbenchmarked*, changes in
+  ``unreachable`` cells and claims outside InferenceX's coverage are reported too; none
+  of them blocks, nor does anything a declaration covers.
 
 A combination's change depends only on the verdict entry holding it in the base
 and the one holding it in the head: kind, flag changes, verdicts, reasons and
@@ -61,6 +63,7 @@ from provenance.audit.verdicts import (
 from provenance.model.combination import PdPool, Selection
 from provenance.model.ledger import LedgerIdentity
 from provenance.model.reasons import ReasonCode, VerdictKind
+from provenance.review.revisions import JudgingChange
 from provenance.review.tuning import TuningChange
 
 DIFF_SCHEMA: Literal["provenance.diff/v3"] = "provenance.diff/v3"
@@ -206,7 +209,11 @@ class GateResult(BaseModel):
     passed: bool
     blocking: int
     declared: int
+    #: new unbacked claims inside InferenceX's coverage, undeclared: they block
     claims: int = 0
+    #: new unbacked claims the gate reports without blocking: outside InferenceX's
+    #: coverage (no evidence can exist) or acknowledged by a declaration
+    claims_reported: int = 0
     #: changed guide-only combinations with no in-scope evidence on either side
     unbenchmarked: int = 0
     #: recipes invalid in the head (``DiffReport.errors``); left out of the JSON when 0
@@ -234,8 +241,11 @@ class DiffReport(BaseModel):
     summary: DiffSummary
     changes: tuple[ChangeGroup, ...]
     lens: tuple[LensEntry, ...]
-    #: ``verified`` claims of the head no recommended combination backs, new in this PR
+    #: ``verified`` claims of the head no recommended combination backs, new in this PR,
+    #: inside InferenceX's coverage and undeclared: each blocks the gate
     claims: tuple[Claim, ...] = ()
+    #: the other new unbacked claims: outside InferenceX's coverage, or declared (reported)
+    claims_reported: tuple[Claim, ...] = ()
     gate: GateResult
     #: the ledger both sides were audited against (set by the PR audit)
     ledger_source: LedgerIdentity | None = None
@@ -251,6 +261,16 @@ class DiffReport(BaseModel):
     #: recipes invalid in the base, named ``<base>:<path>``: a notice (the PR fixes them
     #: when they are not in ``errors`` too); their head combinations are all ``new``
     base_errors: tuple[RecipeError, ...] = Field(default=(), exclude_if=lambda errors: not errors)
+    #: recipes invalid in both base and head that the PR does not touch, named
+    #: ``<head>:<path>``: a notice, not this PR's doing; absent when none
+    errors_unchanged: tuple[RecipeError, ...] = Field(
+        default=(), exclude_if=lambda errors: not errors
+    )
+    #: judging files (policy, aliases, context rules, declarations) the PR changes: not
+    #: applied to this PR (the base's judge it); a maintainer reviews them
+    judging_changes: tuple[JudgingChange, ...] = Field(
+        default=(), exclude_if=lambda changes: not changes
+    )
 
     def iter_changes(self) -> Iterator[CombinationChange]:
         """Every changed combination, one at a time."""
@@ -279,6 +299,12 @@ def has_in_scope_evidence(entry: VerdictEntry) -> bool:
     if any(r.code is not ReasonCode.NO_EVIDENCE for r in entry.reasons):
         return True
     return any(f.evidence for role in entry.roles for f in role.flags)
+
+
+def unreachable(entry: VerdictEntry) -> bool:
+    """Is the entry ``unreachable``: its evidence exists only in shapes the recipe schema
+    cannot express, so no recipe edit reaches it (its flag reasons are secondary)?"""
+    return any(r.code is ReasonCode.UNREACHABLE for r in entry.reasons)
 
 
 def _carried(before: VerdictEntry) -> set[tuple[str, str, str]]:
@@ -487,15 +513,25 @@ class _Differ:
             self._changes[key] = found
         return found
 
-    def new_unevidenced(self, old: VerdictEntry, entry: VerdictEntry) -> bool:
-        """Does ``entry`` carry an unevidenced major flag that ``old`` did not carry?
-        (``_unevidenced(entry.roles) - _carried(old)``, from per-role memos.)"""
-        key = (*map(id, old.roles), -1, *map(id, entry.roles))
+    def new_unevidenced(self, old: VerdictEntry | None, entry: VerdictEntry) -> bool:
+        """Does ``entry`` carry an unevidenced major flag or value that makes it worse than
+        ``old`` (``None``: a new combination)? A flag ``old`` already carried is not new,
+        and neither is a value that replaces another unevidenced value of the same flag
+        in the same role (one unbacked value for another: reported, not blocked).
+        From per-role memos."""
+        old_roles = old.roles if old is not None else ()
+        key = (*map(id, old_roles), -1, *map(id, entry.roles))
         found = self._new_flags.get(key)
         if found is None:
-            carried = [self._role_triples(r, False) for r in old.roles]
+            carried = [self._role_triples(r, False) for r in old_roles]
+            unbacked_before = {
+                (role, flag_key)
+                for r in old_roles
+                for role, flag_key, _ in self._role_triples(r, True)
+            }
             found = self._new_flags[key] = any(
                 not any(triple in flags for flags in carried)
+                and (triple[0], triple[1]) not in unbacked_before
                 for role in entry.roles
                 for triple in self._role_triples(role, True)
             )
@@ -558,14 +594,15 @@ class _Differ:
             for role_flags in head_flags.values():
                 self.lens_keys.update(role_flags.items())
             undeclared = guide_only and entry.declared_by is None
-            blocking = undeclared and has_in_scope_evidence(entry)
+            evidenced = undeclared and has_in_scope_evidence(entry)
+            blocking = evidenced and not unreachable(entry) and self.new_unevidenced(None, entry)
             return {
                 "kind": "new",
                 "base_verdict": None,
                 "flags": FlagChanges(added=head_flags),
                 "blocking": blocking,
                 "block_reason": "new-guide-only" if blocking else None,
-                "unbenchmarked": undeclared and not blocking,
+                "unbenchmarked": undeclared and not evidenced,
                 **shared,
             }
         old = self.base[before]
@@ -584,7 +621,7 @@ class _Differ:
                 block_reason = "regressed-verdict"
             elif not (has_in_scope_evidence(old) or has_in_scope_evidence(entry)):
                 unbenchmarked = True
-            elif self.new_unevidenced(old, entry):
+            elif not unreachable(entry) and self.new_unevidenced(old, entry):
                 block_reason = "new-unevidenced-flag"
         return {
             "kind": "verdict-changed" if verdict_changed else "flags-changed",
@@ -697,8 +734,13 @@ def diff_reports(
     base_label: str,
     head_label: str,
     base_as_head: Mapping[str, Collection[str]] | None = None,
+    untouched_invalid: Collection[str] = frozenset(),
 ) -> DiffReport:
     """Compare two audits of the same recipes; ``base`` None means the recipes are new.
+
+    ``untouched_invalid``: repository paths of recipes invalid in the base that the PR
+    does not touch; still invalid in the head, they are a notice (``errors_unchanged``),
+    not a block.
 
     A recipe one side could not load (in that report's ``errors``) is missing on that
     side, like a recipe the PR adds or removes; the head's errors block the gate.
@@ -717,7 +759,11 @@ def diff_reports(
     lens = _lens(head_entries, differ.lens_keys)
     blocked = sum(g.combinations for g in groups if g.blocking)
     unbenchmarked = sum(g.combinations for g in groups if g.unbenchmarked)
-    claims = new_claims(base, head)
+    claims: list[Claim] = []
+    claims_reported: list[Claim] = []
+    for claim in new_claims(base, head, base_as_head):
+        blocks = claim.coverage == "in-coverage" and claim.declared_by is None
+        (claims if blocks else claims_reported).append(claim)
     declared = sum(
         g.combinations for g in groups if g.declared_by and g.head_verdict is VerdictKind.GUIDE_ONLY
     )
@@ -725,7 +771,12 @@ def diff_reports(
     for group in groups:
         counts[group.kind] += group.combinations
     recipes = {e.recipe for e in (*base_entries, *head_entries) if e.combinations}
-    errors = head.errors if head is not None else ()
+    errors: list[RecipeError] = []
+    unchanged: list[RecipeError] = []
+    revision = f"{head_label}:"
+    for error in head.errors if head is not None else ():
+        untouched = error.path.removeprefix(revision) in untouched_invalid
+        (unchanged if untouched else errors).append(error)
     return DiffReport(
         base=base_label,
         head=head_label,
@@ -740,27 +791,79 @@ def diff_reports(
         ),
         changes=tuple(groups),
         lens=lens,
-        claims=claims,
+        claims=tuple(claims),
+        claims_reported=tuple(claims_reported),
         gate=GateResult(
             passed=blocked == 0 and not claims and not errors,
             blocking=blocked,
             declared=declared,
             claims=len(claims),
+            claims_reported=len(claims_reported),
             unbenchmarked=unbenchmarked,
             invalid=len(errors),
         ),
-        errors=errors,
-        base_errors=base.errors if base is not None else (),
+        errors=tuple(errors),
+        errors_unchanged=tuple(unchanged),
+        base_errors=tuple(
+            e for e in (base.errors if base is not None else ()) if not _same_error(e, unchanged)
+        ),
     )
 
 
-def new_claims(base: AuditReport | None, head: AuditReport | None) -> tuple[Claim, ...]:
+def _same_error(error: RecipeError, unchanged: Sequence[RecipeError]) -> bool:
+    """Is ``error`` (the base's) one of ``unchanged`` (the head's, named another revision)?"""
+    path = error.path.split(":", 1)[-1]
+    return any(u.path.split(":", 1)[-1] == path for u in unchanged)
+
+
+def new_claims(
+    base: AuditReport | None,
+    head: AuditReport | None,
+    base_as_head: Mapping[str, Collection[str]] | None = None,
+) -> tuple[Claim, ...]:
     """The head's unbacked ``verified`` claims that the base did not make (a claim the
-    base already made unbacked is not this PR's)."""
+    base already made unbacked is not this PR's).
+
+    With ``base_as_head`` (the base audited only some variants of a recipe, the others
+    being the head's), the base's claims of that recipe are not comparable (a hardware
+    the base audit did not reach makes no claim there); the recipe's ``meta`` is the
+    same on both sides, so a head claim is new only where the base backed it: where
+    a combination was recommended in the base's own variants or the head's others.
+    """
     if head is None:
         return ()
-    before = {_claim_key(c) for c in base.claims} if base is not None else set()
-    return tuple(c for c in head.claims if _claim_key(c) not in before)
+    narrowed = base_as_head or {}
+    before = {_claim_key(c) for c in base.claims if c.recipe not in narrowed} if base else set()
+    backed = _backed_before(base, head, narrowed)
+    return tuple(
+        c
+        for c in head.claims
+        if (c.recipe in narrowed and (c.recipe, c.subject) in backed)
+        or (c.recipe not in narrowed and _claim_key(c) not in before)
+    )
+
+
+def _backed_before(
+    base: AuditReport | None, head: AuditReport, narrowed: Mapping[str, Collection[str]]
+) -> set[tuple[str, str]]:
+    """(recipe, claim subject) with a recommended combination in the base, for the
+    ``narrowed`` recipes: the base's audited variants, the head's others."""
+    backed: set[tuple[str, str]] = set()
+    if not narrowed:
+        return backed
+    sides = [(e, False) for e in (base.verdicts if base is not None else ())]
+    sides += [(e, True) for e in head.verdicts]
+    for entry, from_head in sides:
+        variants = narrowed.get(entry.recipe)
+        if variants is None or entry.verdict is not VerdictKind.RECOMMENDED:
+            continue
+        for selections in entry.selections:
+            if (selections.variant in variants) is not from_head:
+                continue
+            backed.add((entry.recipe, selections.hardware))
+            if selections.kv_offload:
+                backed.add((entry.recipe, f"kv_offload_support.{selections.kv_offload}"))
+    return backed
 
 
 def _claim_key(claim: Claim) -> tuple[str, str, str, str | None]:

@@ -12,8 +12,14 @@ of some variants of one recipe, the base audits just those variants
 Each changed recipe is audited on its own on each side: one that does not load becomes
 a located :class:`~provenance.audit.verdicts.RecipeError` naming ``<commit>:<path>``
 and the others are audited and diffed as usual (the diff treats it as missing on that
-side). An invalid shared file (taxonomy, strategies, kv_store, policy) still stops the
-PR audit, naming the revision.
+side). A recipe invalid in the head blocks only when the PR touches it or breaks it (it
+loaded in the base); one invalid on both sides that the PR does not touch is a notice.
+An invalid shared file (taxonomy, strategies, kv_store) in the base is a notice (the
+base is audited as empty); in the head it stops the PR audit, naming the revision.
+
+The policy, aliases, context rules and declarations that judge both sides are the
+base's (:data:`~provenance.review.revisions.JUDGING_FILES`): a PR cannot relax its own
+gate. The head's changes to them are listed in the diff (``judging_changes``).
 """
 
 from __future__ import annotations
@@ -29,14 +35,21 @@ from provenance.audit.pipeline import (
     AuditInputs,
     EvidenceCache,
     enumeration_options,
+    recipe_error,
     run_audit,
 )
-from provenance.audit.verdicts import AuditReport
+from provenance.audit.verdicts import AuditReport, RecipeError
 from provenance.errors import InputError
 from provenance.model.ledger import LedgerIdentity
 from provenance.review.diff import DiffReport, diff_reports
 from provenance.review.introduced import recipes_without_evidence
-from provenance.review.revisions import ChangedRecipes, changed_recipes, materialise, model_paths
+from provenance.review.revisions import (
+    ChangedRecipes,
+    changed_recipes,
+    judging_changes,
+    materialise,
+    model_paths,
+)
 from provenance.review.tuning import TuningChange, recipe_pairs, tuning_changes
 from provenance.sources.git import Commit, open_repo, resolve_commit
 
@@ -110,6 +123,40 @@ def _audit_side(
         for error in report.errors
     )
     return _repo_relative(report.model_copy(update={"errors": errors}), workdir)
+
+
+def _audit_base(
+    present: list[str],
+    commit: Commit,
+    request: PrAuditRequest,
+    filters: AuditFilters,
+    workdir: Path,
+    shared: EvidenceCache,
+) -> tuple[AuditReport | None, tuple[RecipeError, ...]]:
+    """The base audit; an invalid shared file of the base (the PR may fix it) is a notice,
+    not a failure: the base is then audited as empty, its error returned."""
+    try:
+        return _audit_side(present, commit, request, filters, workdir, shared), ()
+    except InputError as exc:
+        error = recipe_error(exc)
+        if not error.path:
+            error = error.model_copy(update={"path": f"{commit.hexsha[:12]}:"})
+        return None, (error,)
+
+
+def _untouched_invalid(
+    base_report: AuditReport | None, changed: ChangedRecipes, label: str
+) -> frozenset[str]:
+    """Repository paths of the recipes invalid in the base that the PR does not touch:
+    still invalid in the head, they are not this PR's doing (a notice, not a block)."""
+    if base_report is None:
+        return frozenset()
+    prefix = f"{label}:"
+    return frozenset(
+        error.path.removeprefix(prefix)
+        for error in base_report.errors
+        if error.path.startswith(prefix) and error.path.removeprefix(prefix) not in changed.models
+    )
 
 
 def _in_revision(path: str, commit: Commit, workdir: Path) -> str:
@@ -274,7 +321,9 @@ def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
         tempfile.TemporaryDirectory(prefix="provenance-head-") as head_dir,
     ):
         base_present = materialise(base, base_models, Path(base_dir)) if base_models else []
-        head_present = materialise(head, head_models, Path(head_dir)) if head_models else []
+        head_present = (
+            materialise(head, head_models, Path(head_dir), judging=base) if head_models else []
+        )
         # One recipe changed inside some variants only: the base audits just those.
         narrowed = None
         models = list(changed.models)
@@ -300,7 +349,9 @@ def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
                     )
                 }
             )
-        base_report = _audit_side(base_present, base, request, base_filters, Path(base_dir), shared)
+        base_report, base_broken = _audit_base(
+            base_present, base, request, base_filters, Path(base_dir), shared
+        )
         head_report = _audit_side(head_present, head, request, head_filters, Path(head_dir), shared)
         tuning = _tuning(
             Path(base_dir),
@@ -317,12 +368,15 @@ def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
         base_label=base.hexsha[:12],
         head_label=head.hexsha[:12],
         base_as_head={narrowed.recipe: narrowed.unchanged} if narrowed is not None else None,
+        untouched_invalid=_untouched_invalid(base_report, changed, base.hexsha[:12]),
     )
     diff = diff.model_copy(
         update={
             "ledger_source": _ledger_source(request, head_report),
             "tuning": tuning,
             "no_evidence": recipes_without_evidence(head_report) if head_report else (),
+            "judging_changes": judging_changes(base, head),
+            "base_errors": (*base_broken, *diff.base_errors),
         }
     )
     return PrAuditResult(

@@ -5,10 +5,16 @@ recipe engine needs (``taxonomy.yaml``, ``strategies/``, ``kv_store/``, the repo
 ``provenance-declarations.yaml``, its policy files ``provenance.toml`` and
 ``pyproject.toml``, and the model YAMLs) are written into a private temporary directory
 per revision.
+
+The files that *judge* (policy, aliases, context rules, declarations: :data:`JUDGING_FILES`)
+are a trust boundary: a pull request must not relax its own gate. Both sides of a PR
+audit are judged by the base revision's (``materialise(..., judging=base)``); the
+head's changes to them are listed (:func:`judging_changes`) for a maintainer's review.
 """
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
@@ -28,6 +34,8 @@ from provenance.sources.git import (
 
 SHARED_PREFIXES = ("taxonomy.yaml", "strategies/", "kv_store/")
 MODELS_PREFIX = "models/"
+#: The files that judge a PR: read from the base revision, never from the PR's head.
+JUDGING_FILES = (REPO_DECLARATIONS_FILE, *POLICY_FILES)
 
 
 class ChangedRecipes(BaseModel):
@@ -52,8 +60,9 @@ def changed_recipes(repo: Repo, base: str, head: str) -> ChangedRecipes:
     shared = False
     models: set[str] = set()
     for path in changed_paths_between(repo, base_commit, head_commit):
-        # the policy decides every verdict: a PR editing it re-audits every recipe
-        if path.startswith(SHARED_PREFIXES) or path in (REPO_DECLARATIONS_FILE, *POLICY_FILES):
+        # the judging files come from the base on both sides: editing them changes no
+        # verdict of this PR (see :func:`judging_changes`)
+        if path.startswith(SHARED_PREFIXES):
             shared = True
         elif _is_model(path):
             models.add(path)
@@ -78,8 +87,11 @@ def _safe_relative(path: str) -> PurePosixPath:
     return rel
 
 
-def materialise(commit: Commit, models: Iterable[str], dest: Path) -> list[str]:
-    """Write the recipes root files and the given model YAMLs at ``commit`` into ``dest``.
+def materialise(
+    commit: Commit, models: Iterable[str], dest: Path, *, judging: Commit | None = None
+) -> list[str]:
+    """Write the recipes root files and the given model YAMLs at ``commit`` into ``dest``;
+    the :data:`JUDGING_FILES` at ``judging`` (default: ``commit``).
 
     Returns the model paths that exist at ``commit`` (a model deleted by the PR is
     absent on the head side). Symlinks are refused: they could point outside the
@@ -90,8 +102,9 @@ def materialise(commit: Commit, models: Iterable[str], dest: Path) -> list[str]:
         blobs = iter_blobs(commit, prefix)
         wanted += [str(b.path) for b in blobs if str(b.path).endswith((".yaml", ".yml"))]
     present: list[str] = []
-    for path in ["taxonomy.yaml", REPO_DECLARATIONS_FILE, *POLICY_FILES, *wanted, *models]:
-        found = read_blob(commit, path)
+    judge = judging if judging is not None else commit
+    for path in ["taxonomy.yaml", *JUDGING_FILES, *wanted, *models]:
+        found = read_blob(judge if path in JUDGING_FILES else commit, path)
         if found is None:
             continue
         target = dest.joinpath(*_safe_relative(path).parts)
@@ -100,3 +113,50 @@ def materialise(commit: Commit, models: Iterable[str], dest: Path) -> list[str]:
         if _is_model(path):
             present.append(path)
     return present
+
+
+class JudgingChange(BaseModel):
+    """A judging file (:data:`JUDGING_FILES`) the PR changes: not applied to this PR's
+    gate (its base's is), shown for a maintainer's review."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    #: ``added``, ``modified`` or ``deleted``
+    change: str
+
+
+def judging_changes(base: Commit, head: Commit) -> tuple[JudgingChange, ...]:
+    """The judging files whose content differs between ``base`` and ``head``. A
+    ``pyproject.toml`` counts only when its ``[tool.provenance]`` table changes (any
+    other edit of it judges nothing)."""
+    out = []
+    for path in JUDGING_FILES:
+        before, after = _blob_or_none(base, path), _blob_or_none(head, path)
+        if before == after:
+            continue
+        if path == "pyproject.toml" and _provenance_table(before) == _provenance_table(after):
+            continue
+        change = "added" if before is None else "deleted" if after is None else "modified"
+        out.append(JudgingChange(path=path, change=change))
+    return tuple(out)
+
+
+def _blob_or_none(commit: Commit, path: str) -> bytes | None:
+    try:
+        found = read_blob(commit, path)
+    except UnsafeInputError:
+        return b"<symlink>"  # never followed; a change all the same
+    return found[0] if found is not None else None
+
+
+def _provenance_table(content: bytes | None) -> object:
+    """``[tool.provenance]`` of a ``pyproject.toml`` (unreadable: the bytes themselves)."""
+    if content is None:
+        return None
+    try:
+        data = tomllib.loads(content.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return content
+    tool = data.get("tool")
+    return tool.get("provenance") if isinstance(tool, dict) else None
