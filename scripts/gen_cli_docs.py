@@ -30,6 +30,7 @@ Generated from the commands themselves by `scripts/gen_cli_docs.py`; do not edit
 | 3 | invalid input: a recipe, ledger, evidence file, launcher or config is malformed or unsafe; the message names the file, the line and the key path. `audit` with no RECIPE (every recipe of the root) reports each invalid recipe as a located error (stderr and the report's `errors`), audits the rest, writes the report, then exits 3; so does `audit --repo/--base/--head` (and `--staged`) for a changed recipe invalid in the head, named `<commit>:<path>` (one invalid only in the base is a notice); a RECIPE named on the command line, or an invalid shared file (`taxonomy.yaml`, `strategies/`, `kv_store/`), stops at once with no report |
 | 4 | ledger or evidence integrity failure: a hash mismatch, a dangling reference, *suspect* evidence, or another writer holds the ledger lock |
 | 5 | network or GitHub API failure: offline, rate limited, bad credentials, HTTP error (the token is never printed) |
+| 6 | cannot write: the disk is full, or the ledger, evidence store or `--output` directory (or standard output) is read-only or not writable; `cannot write: <file>: <reason>`. Nothing is half-written: the target is as it was, no temporary file is left |
 
 Errors are printed as one diagnostic on stderr, never as a traceback.
 

@@ -45,7 +45,8 @@ def run(action: Callable[[], int | None]) -> None:
     except OSError as exc:
         if exc.errno not in WRITE_ERRNOS:
             raise
-        _fail(WriteError.from_os_error(exc))
+        # every file the core writes is named (store.atomic); an unnamed one is stdout
+        _fail(WriteError.from_os_error(exc, exc.filename or "standard output"))
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)

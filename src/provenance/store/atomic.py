@@ -13,6 +13,11 @@ it was. A process killed before step 3 may leave a hidden ``*.tmp`` file
 behind; readers never look at hidden files and ``provenance verify`` reports
 leftovers as warnings.
 
+A write the system refuses — disk full (``ENOSPC``, ``EDQUOT``), a read-only file
+system (``EROFS``), no permission — is a :class:`~provenance.errors.WriteError`
+naming the target (exit 6, one line), raised after the temporary file is removed;
+never an ``OSError`` traceback.
+
 A file the user names for an output (``--output``) goes through
 :func:`output_binary_stream` / :func:`output_text_stream`: the same atomic replace for
 a regular file or a new path, reached through a symbolic link as the shell's ``>``
@@ -31,6 +36,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, TextIO
+
+from provenance.errors import WRITE_ERRNOS, WriteError
 
 #: Suffix of temporary files; readers skip hidden files ending with it.
 TEMP_SUFFIX = ".tmp"
@@ -110,18 +117,38 @@ def atomic_binary_stream(path: Path) -> Iterator[BinaryIO]:
     the block ends without an exception; otherwise it is left as it was. For outputs too
     large to hold twice in memory (a report of every recipe). The directory must exist."""
     temp = _temp_for(path)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    fd = _create(temp, path)
+    in_block = True  # an OSError of the caller's block is ours only if a write was refused
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle
+            in_block = False
             handle.flush()
             os.fsync(handle.fileno())
         temp.replace(path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             temp.unlink()
+        if isinstance(exc, OSError) and (not in_block or exc.errno in WRITE_ERRNOS):
+            raise WriteError.from_os_error(exc, path) from None
         raise
-    fsync_directory(path.parent)
+    _sync_directory(path)
+
+
+def _create(temp: Path, target: Path) -> int:
+    """A new temporary file for ``target``; WriteError naming the target if refused."""
+    try:
+        ensure_directory(target.parent)
+        return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as exc:
+        raise WriteError.from_os_error(exc, target) from None
+
+
+def _sync_directory(target: Path) -> None:
+    try:
+        fsync_directory(target.parent)
+    except OSError as exc:
+        raise WriteError.from_os_error(exc, target) from None
 
 
 @contextlib.contextmanager
@@ -145,10 +172,8 @@ def _utf8_text(handle: BinaryIO) -> Iterator[TextIO]:
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically and durably (see the module docstring)."""
-    directory = path.parent
-    ensure_directory(directory)
     temp = _temp_for(path)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    fd = _create(temp, path)
     try:
         try:
             view = memoryview(data)
@@ -159,11 +184,13 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         finally:
             os.close(fd)
         temp.replace(path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             temp.unlink()
+        if isinstance(exc, OSError):
+            raise WriteError.from_os_error(exc, path) from None
         raise
-    fsync_directory(directory)
+    _sync_directory(path)
 
 
 @contextlib.contextmanager
@@ -175,8 +202,17 @@ def output_binary_stream(path: Path) -> Iterator[BinaryIO]:
     except FileNotFoundError:
         mode = None  # a new path, or a symbolic link to one
     if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
-        with path.open("wb") as handle:
-            yield handle
+        try:
+            device = path.open("wb")
+        except OSError as exc:
+            raise WriteError.from_os_error(exc, path) from None
+        try:
+            with device:
+                yield device
+        except OSError as exc:
+            if exc.errno not in WRITE_ERRNOS:
+                raise
+            raise WriteError.from_os_error(exc, path) from None
         return
     with atomic_binary_stream(path.resolve()) as handle:
         yield handle

@@ -36,6 +36,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from provenance.errors import WriteError
 from provenance.store.atomic import atomic_write_bytes
 
 #: Bumped when the layout of a cache entry changes (also part of every key).
@@ -198,7 +199,6 @@ class ExtractionCache:
         data = value.model_dump_json(by_alias=True).encode("utf-8")
         try:
             atomic_write_bytes(path, data)
-        except OSError as exc:
-            self.warnings.append(
-                f"extraction cache: cannot write {path} ({exc.strerror or exc}); not cached"
-            )
+        except (OSError, WriteError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else exc.message
+            self.warnings.append(f"extraction cache: cannot write {path} ({reason}); not cached")

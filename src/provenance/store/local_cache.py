@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import ClassVar, Generic, Self, TypeVar
 
+from provenance.errors import WriteError
 from provenance.store.atomic import atomic_write_bytes
 from provenance.store.paths import default_cache_dir
 
@@ -141,7 +142,7 @@ class LocalCache(Generic[V]):
         data = self.encode(dict(sorted(outcomes.items())))
         try:
             atomic_write_bytes(self.path, data)
-        except OSError:
+        except (OSError, WriteError):
             return  # read-only or full: the next run checks everything again
         self._known, self._new = outcomes, False
 

@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from provenance.errors import LockedError
+from provenance.errors import LockedError, WriteError
 from provenance.store.atomic import ensure_directory, remove_stale_temp_files
 
 LOCK_NAME = ".lock"
@@ -47,9 +47,12 @@ def writer_lock(ledger_root: Path, *, timeout: float = 10.0) -> Iterator[Path]:
     :class:`~provenance.errors.LockedError` naming the holder when known.
     Yields the lock file's path.
     """
-    ensure_directory(ledger_root)
     lock_path = ledger_root / LOCK_NAME
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        ensure_directory(ledger_root)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as exc:  # a read-only or full ledger: nothing can be written there
+        raise WriteError.from_os_error(exc, lock_path) from None
     try:
         deadline = time.monotonic() + max(timeout, 0.0)
         while True:
@@ -71,9 +74,13 @@ def writer_lock(ledger_root: Path, *, timeout: float = 10.0) -> Iterator[Path]:
         # Temp files of writers that died mid-write are garbage now.
         remove_stale_temp_files(ledger_root)
         stamp = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        os.ftruncate(fd, 0)
-        os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, f"pid={os.getpid()} host={socket.gethostname()} since={stamp}\n".encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, f"pid={os.getpid()} host={socket.gethostname()} since={stamp}\n".encode())
+        except OSError as exc:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            raise WriteError.from_os_error(exc, lock_path) from None
         try:
             yield lock_path
         finally:
