@@ -65,6 +65,15 @@ def test_and_and_or_short_circuit_as_github_does(tmp_path: Path) -> None:
         evaluate("false && (inputs.comment", ctx)
 
 
+def test_a_skipped_steps_outputs_read_empty(tmp_path: Path) -> None:
+    ctx = _contexts(tmp_path)
+    ctx.steps = {**ctx.steps, "audit": StepRecord("skipped")}
+    assert substitute("[${{ steps.audit.outputs.exit-code }}]", ctx) == "[]"
+    assert evaluate("steps.audit.outputs.sarif-file != ''", ctx) is False
+    with pytest.raises(UnknownExpressionError):  # one that ran must have written it
+        evaluate("steps.revs.outputs.never-written", ctx)
+
+
 @pytest.mark.parametrize(
     "expression",
     [

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,8 +83,10 @@ def run_composite_action(
     env: Mapping[str, str],
     repository: str,
     timeout: float = 900,
+    after_step: Callable[[str, Mapping[str, str]], None] | None = None,
 ) -> ActionRun:
-    """Run ``action_dir/action.yml`` for a ``pull_request`` event."""
+    """Run ``action_dir/action.yml`` for a ``pull_request`` event; ``after_step(name,
+    outputs)`` is called after each ``run:`` step (a test's probe between steps)."""
     path = action_dir / "action.yml"
     action = load_yaml_text(path.read_text(encoding="utf-8"), str(path)).data
     assert isinstance(action, Mapping)
@@ -173,6 +175,8 @@ def run_composite_action(
         if outcome == "failure":
             contexts.job_failed = True
         ran.append(StepRun(name, True, done.returncode, done.stdout, done.stderr))
+        if after_step is not None:
+            after_step(name, records[step_id].outputs)
 
     outputs = {
         str(k): substitute(str(spec["value"]), contexts)

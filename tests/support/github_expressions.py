@@ -5,7 +5,8 @@ It knows exactly what ``action.yml`` uses: the ``inputs``, ``github`` and ``step
 contexts; string, number, boolean and null literals; ``==``, ``!=``, ``&&``, ``||``, ``!``
 and parentheses; and the functions ``always``, ``success``, ``failure``, ``cancelled``,
 ``format`` and ``hashFiles``. Anything else — an unknown context, an undeclared input, a
-step id that does not exist or an output that step never wrote, an unknown function or
+step id that does not exist or an output a step that ran never wrote (a skipped step's
+outputs read as empty, as on GitHub), an unknown function or
 operator — raises :class:`UnknownExpressionError`, so a typo in the action fails the test
 instead of evaluating to an empty string. ``&&`` and ``||`` short-circuit as GitHub's do:
 the operand they skip is parsed (a syntax error still fails) but not evaluated, so
@@ -284,6 +285,8 @@ class _Parser:
             if rest[1:] in (["outcome"], ["conclusion"]):
                 return record.outcome
             if len(rest) == 3 and rest[1] == "outputs":
+                if record.outcome == "skipped":
+                    return None  # GitHub: a skipped step has no outputs, each reads ''
                 if rest[2] not in record.outputs:
                     raise UnknownExpressionError(f"step {rest[0]!r} never wrote output {rest[2]!r}")
                 return record.outputs[rest[2]]
