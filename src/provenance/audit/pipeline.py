@@ -10,6 +10,7 @@ are resolved by :func:`default_inputs` alone). The decisions live in
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,6 +180,9 @@ class AuditInputs(BaseModel):
     #: Report an invalid named RECIPE and audit the rest, as an audit of every recipe
     #: does (the PR audit: each changed recipe is audited on its own)
     report_invalid: bool = False
+    #: Refuse filter names nothing can select (:func:`check_filter_names`); the PR audit
+    #: checks them over both sides at once instead (a variant the PR adds is not a typo)
+    check_filters: bool = True
 
 
 class AuditFilters(BaseModel):
@@ -206,6 +210,7 @@ class ResolvedInputs(BaseModel):
     #: (``AuditInputs.report_invalid``): an invalid recipe is then reported and skipped
     #: instead of stopping the audit
     report_invalid: bool = False
+    check_filters: bool = True
 
 
 def default_inputs(inputs: AuditInputs) -> ResolvedInputs:
@@ -244,6 +249,7 @@ def default_inputs(inputs: AuditInputs) -> ResolvedInputs:
         ledger=ledger,
         evidence=evidence,
         report_invalid=not inputs.recipes or inputs.report_invalid,
+        check_filters=inputs.check_filters,
     )
 
 
@@ -380,6 +386,36 @@ def recipe_error(exc: InputError) -> RecipeError:
     )
 
 
+def check_filter_names(root: RecipesRoot, recipes: Iterable[Recipe], filters: AuditFilters) -> None:
+    """Refuse a ``--variant``, ``--hardware`` or ``--strategy`` name that nothing can
+    select: no variant of ``recipes``, no hardware profile of the taxonomy, no strategy.
+    A typo would otherwise audit nothing and pass (exit 2, with the nearest names)."""
+    known = {
+        "variant": {name for r in recipes for name in (r.spec.variants or {})},
+        "hardware": set(root.taxonomy.hardware_profiles or {}),
+        "strategy": set(root.strategies),
+    }
+    given = {
+        "variant": filters.variants,
+        "hardware": filters.hardware,
+        "strategy": filters.strategies,
+    }
+    for what, names in given.items():
+        for name in names or ():
+            if name in known[what]:
+                continue
+            near = difflib.get_close_matches(name, sorted(known[what]), n=3)
+            raise UsageError(
+                f"--{what} {name!r}: no such {what} "
+                f"{'in the audited recipes' if what == 'variant' else 'in the recipes root'}",
+                hint=(
+                    f"did you mean {', '.join(repr(n) for n in near)}?"
+                    if near
+                    else f"choose from: {', '.join(sorted(known[what])) or 'none'}"
+                ),
+            )
+
+
 def recipe_inputs(
     resolved: ResolvedInputs,
     filters: AuditFilters,
@@ -399,14 +435,17 @@ def recipe_inputs(
     options = enumeration_options(filters)
     gpus = gpus_per_node(root)
     inputs = []
+    loaded = []
     for ref in resolved.recipes:
         try:
-            recipe = load_recipe(root, ref)
+            loaded.append(load_recipe(root, ref))
         except InputError as exc:
             if errors is None or not resolved.report_invalid:
                 raise
             errors.append(recipe_error(exc))
-            continue
+    if resolved.check_filters and loaded:
+        check_filter_names(root, loaded, filters)
+    for recipe in loaded:
         meta_hardware = (recipe.spec.meta.hardware if recipe.spec.meta else None) or {}
         inputs.append(
             RecipeInput(

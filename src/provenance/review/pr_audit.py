@@ -34,6 +34,7 @@ from provenance.audit.pipeline import (
     AuditFilters,
     AuditInputs,
     EvidenceCache,
+    check_filter_names,
     enumeration_options,
     recipe_error,
     run_audit,
@@ -108,6 +109,7 @@ def _audit_side(
                 ledger=request.ledger,
                 evidence=request.evidence,
                 report_invalid=True,
+                check_filters=False,
             ),
             filters,
             shared,
@@ -142,6 +144,48 @@ def _audit_base(
         if not error.path:
             error = error.model_copy(update={"path": f"{commit.hexsha[:12]}:"})
         return None, (error,)
+
+
+def _check_filters(filters: AuditFilters, sides: list[tuple[Path, list[str]]]) -> None:
+    """:func:`check_filter_names` over both sides at once: a name either side can select
+    is no typo (a variant the PR adds or removes). Costs a load only when a
+    ``--variant``/``--hardware``/``--strategy`` filter is given."""
+    from provenance.errors import ProvenanceError
+    from provenance.recipes.load.loader import load_recipe, load_recipes_root
+
+    if filters.variants is None and filters.hardware is None and filters.strategies is None:
+        return
+    roots = []
+    recipes = []
+    for root_dir, present in sides:
+        try:
+            root = load_recipes_root(root_dir)
+        except ProvenanceError:
+            continue  # the audit itself reports it, naming the revision
+        roots.append(root)
+        for model in present:
+            try:
+                recipes.append(load_recipe(root, model))
+            except ProvenanceError:
+                continue  # an invalid recipe: the audit reports it
+    if not roots:
+        return
+    union = replace(
+        roots[0],
+        taxonomy=roots[0].taxonomy.model_copy(
+            update={
+                "hardware_profiles": {
+                    name: profile
+                    for root in roots
+                    for name, profile in (root.taxonomy.hardware_profiles or {}).items()
+                }
+            }
+        ),
+        strategies={name: s for root in roots for name, s in root.strategies.items()},
+    )
+    if not recipes:  # no recipe to filter: only the names the roots know are checked
+        filters = filters.model_copy(update={"variants": None})
+    check_filter_names(union, recipes, filters)
 
 
 def _untouched_invalid(
@@ -349,6 +393,9 @@ def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
                     )
                 }
             )
+        _check_filters(
+            request.filters, [(Path(base_dir), base_present), (Path(head_dir), head_present)]
+        )
         base_report, base_broken = _audit_base(
             base_present, base, request, base_filters, Path(base_dir), shared
         )
