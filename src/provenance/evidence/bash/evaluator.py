@@ -54,12 +54,19 @@ from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
 from provenance.errors import InputError
-from provenance.evidence.bash import benchmark_lib
+from provenance.evidence.bash import benchmark_lib, hazards
 from provenance.evidence.bash.arith import ArithmeticEvaluator, ArithUnknown
 from provenance.evidence.bash.patterns import glob_match, remove_affix, substitute
 from provenance.evidence.bash.resolution import CONSTRUCT as REDEFINITION
 from provenance.evidence.bash.resolution import redefinitions
-from provenance.evidence.bash.syntax import Node, ParsedScript, line_of, node_text, parse_script
+from provenance.evidence.bash.syntax import (
+    Node,
+    ParsedScript,
+    descendants,
+    line_of,
+    node_text,
+    parse_script,
+)
 from provenance.evidence.bash.values import (
     EMPTY,
     FIELD_BREAK,
@@ -103,7 +110,7 @@ _WRAPPERS: Final = frozenset(
     | {"ionice", "setsid", "srun", "sudo", "chrt", "command"}
 )
 # Builtins that cannot change shell variables and succeed.
-_NO_EFFECT: Final = frozenset({"echo", "printf", "trap", "umask", "shopt", "set", "disown"})
+_NO_EFFECT: Final = frozenset({"echo", "printf", "umask", "disown"})
 # Builtins that cannot change shell variables; their status is known only at run time.
 _NO_EFFECT_STATUS_UNKNOWN: Final = frozenset(
     {"cd", "pushd", "popd", "wait", "sleep", "ulimit", "hash", "type", "which", "kill", "jobs"}
@@ -254,6 +261,8 @@ class Evaluator:
         self.loop_bases: list[int] = []
         self.in_script = True
         self.current_line = 1
+        #: line of a trap on a signal (INT, TERM, ...) whose action the evaluator does not run
+        self.signal_trap_line: int | None = None
 
     # ------------------------------------------------------------------ helpers
 
@@ -1023,9 +1032,19 @@ class Evaluator:
                 st.positional = st.positional[count:]
             st.status = True
         elif head == "set":
-            if args and known(args[0]) == "--":
-                st.positional = tuple(args[1:])
+            self.exec_set(args, st, node)
+        elif head == "shopt":
+            self.shell_option(args, node, hazards.shopt_reason)
             st.status = True
+        elif head == "trap":
+            self.exec_trap(args, st, node)
+        elif head == "kill" and self.signal_trap_line is not None and not st.serves:
+            self.global_marker(
+                hazards.TRAP,
+                node,
+                f"kill may signal the script, whose trap (line {self.signal_trap_line}) runs then",
+            )
+            st.status = Unknown(self.marker("command-status", node, "exit status of kill"))
         elif head == "let":
             for arg in args:
                 result = self.eval_arith_text(arg, st, node)
@@ -1045,8 +1064,93 @@ class Evaluator:
         elif head == "exec":
             # ``exec`` with only redirections; a command after it was handled by capture_serve.
             st.status = True
+        elif head in hazards.STATEFUL_BUILTINS or (
+            head in ("command", "builtin") and self.runs_stateful_builtin(args)
+        ):
+            self.global_marker(
+                hazards.BUILTIN, node, f"{head} reached in a form the evaluator does not follow"
+            )
+            st.status = Unknown(self.marker(hazards.BUILTIN, node, head))
         else:
             st.status = Unknown(self.marker("command-status", node, f"exit status of {head}"))
+
+    def exec_set(self, args: list[Text], st: State, node: Node) -> None:
+        self.shell_option(args, node, hazards.set_reason)
+        plain = [known(a) for a in args]
+        if plain[:1] == ["--"]:
+            st.positional = tuple(args[1:])
+        elif plain[:1] == ["-"]:
+            st.positional = tuple(args[1:]) if len(args) > 1 else st.positional
+        elif plain and plain[0] is not None and not plain[0].startswith(("-", "+")):
+            st.positional = tuple(args)
+        st.status = True
+
+    def shell_option(
+        self, args: list[Text], node: Node, rule: Callable[[list[str]], str | None]
+    ) -> None:
+        """``set``/``shopt``: a marker when an option changes what the evaluation models."""
+        plain = [known(a) for a in args]
+        if any(p is None for p in plain):
+            self.global_marker(hazards.SHELL_OPTION, node, "option known only at run time")
+            return
+        reason = rule([p for p in plain if p is not None])
+        if reason is not None:
+            self.global_marker(hazards.SHELL_OPTION, node, reason)
+
+    def exec_trap(self, args: list[Text], st: State, node: Node) -> None:
+        """``trap``: actions that run inside the flow, or may serve, make the record partial.
+
+        A trap on a signal whose action cannot run vllm matters only if the script
+        signals itself before serving (``kill`` then: see :meth:`exec_builtin`).
+        """
+        st.status = True
+        plain = [known(a) for a in args]
+        if any(p is None for p in plain):
+            self.global_marker(
+                hazards.TRAP, node, "trap with an action or signal known at run time"
+            )
+            return
+        settings = hazards.trap_settings([p for p in plain if p is not None])
+        for signal, action in settings or ():
+            if action is None:
+                continue
+            reason = hazards.trap_reason(
+                signal, action, lambda code: hazards.may_run_vllm(code, self.function_bodies(st))
+            )
+            if reason is not None:
+                self.global_marker(hazards.TRAP, node, reason)
+            elif signal != "EXIT":
+                self.signal_trap_line = line_of(node)
+
+    def function_bodies(self, st: State) -> Callable[[str], list[Node]]:
+        """Every body a function name may have: its current one and each one in the script."""
+
+        def bodies(name: str) -> list[Node]:
+            found = [
+                body
+                for c in descendants(self.parsed.root)
+                if c.type == "function_definition"
+                and (n := c.child_by_field_name("name")) is not None
+                and node_text(n) == name
+                and (body := c.child_by_field_name("body")) is not None
+            ]
+            current = st.functions.get(name)
+            return [current.body, *found] if current is not None else found
+
+        return bodies
+
+    def runs_stateful_builtin(self, args: list[Text]) -> bool:
+        """``command``/``builtin`` followed (after options) by a state-changing builtin."""
+        for arg in args:
+            text = known(arg)
+            if text is None:
+                return True
+            if text.startswith("-") and text not in ("-", "--"):
+                if "v" in text or "V" in text:
+                    return False  # ``command -v NAME`` only looks the name up
+                continue
+            return text in hazards.STATEFUL_BUILTINS
+        return False
 
     def havoc_builtin_targets(self, head: str, args: list[Text], st: State, node: Node) -> None:
         names = [known(a) for a in args]
@@ -1208,7 +1312,11 @@ class Evaluator:
                     flags.update(text[1:] if text.startswith("-") else ())
                     if text.startswith("+") and "x" in text:
                         flags.add("unexport")
+                    if keyword == "export" and text.startswith("-") and "n" in text:
+                        flags.add("unexport")
                     continue
+            if "f" in flags or "F" in flags:
+                continue  # functions, not variables: ``export -f`` is a resolution matter
             if child.type == "variable_assignment" or child.type == "variable_name":
                 self.declare_one(keyword, flags, child, st, node)
             elif child.is_named and child.type not in ("word", "comment"):
@@ -1233,9 +1341,11 @@ class Evaluator:
             st.frames[-1][name] = st.vars.get(name)
             st.vars.pop(name, None)
         existing = st.vars.get(name)
-        if "i" in flags or "n" in flags:
-            marker = self.marker("declare", node, f"declare -{'i' if 'i' in flags else 'n'} {name}")
-            self.set_var(st, name, Var(Unknown(marker)), node)
+        hazard = hazards.declare_reason(keyword, flags, name)
+        if hazard is not None:
+            construct, reason = hazard
+            self.global_marker(construct, node, reason)
+            self.set_var(st, name, Var(Unknown(self.marker(construct, node, reason))), node)
             return
         if "A" in flags and (existing is None or existing.kind != "assoc"):
             existing = Var((), kind="assoc", exported=existing.exported if existing else False)
@@ -1758,7 +1868,7 @@ class Evaluator:
                         Unknown(self.marker("parameter-expansion", node, node_text(node))), quoted
                     )
                 ]
-            ref = self.lookup(st, name, node)
+            ref = self._single(st, name, index, node)
             ref_name = known(ref) if ref is not None else ""
             if not ref_name or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+", ref_name):
                 return [
@@ -2687,17 +2797,9 @@ def _assigned_names_with_calls(node: Node, functions: Mapping[str, FunctionDef |
     return names
 
 
-def _descendants(node: Node) -> Iterator[Node]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(current.children)
-
-
 def _called_names(node: Node) -> set[str]:
     called: set[str] = set()
-    for current in _descendants(node):
+    for current in descendants(node):
         if current.type == "command":
             name_node = current.child_by_field_name("name")
             if name_node is not None:
@@ -2712,7 +2814,7 @@ _READING_COMMANDS: Final = frozenset({"read", "mapfile", "readarray", "printf", 
 def _assigned_names(node: Node) -> set[str]:
     """Variables a loop body may assign, unset or declare (havoc set), found syntactically."""
     names: set[str] = set()
-    for current in _descendants(node):
+    for current in descendants(node):
         kind = current.type
         if kind == "variable_assignment":
             name_node = current.child_by_field_name("name")

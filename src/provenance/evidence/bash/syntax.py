@@ -16,6 +16,7 @@ refused the same way, before any evaluation.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Final
@@ -54,6 +55,15 @@ class ParsedScript:
 def line_of(node: Node) -> int:
     """1-based line of a node."""
     return int(node.start_point[0]) + 1
+
+
+def descendants(node: Node) -> Iterator[Node]:
+    """The node and every node under it, iteratively (no recursion)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
 
 
 def node_text(node: Node) -> str:
