@@ -48,6 +48,17 @@ FEATURE_MODE_REFUSALS = {
     # #627 (a2b3386, 2026-07-12) predates the site's rule (its build script has it by
     # f63b326): the site rendered this revision; the audit refuses the ambiguity (exit 3).
     ("a2b3386", "models/zai-org/GLM-5.2.yaml"): "a feature cannot declare both args and modes",
+    # #350 (49dd873) ends hardware_overrides.blackwell.extra_args with a dotted option and
+    # no value; the audit of this revision always stopped (exit 3) when it normalised the
+    # rendered argv, naming no file. Every argument list is now checked when the recipe
+    # is loaded, so the same refusal names file:line (docs/security.md, "Faults and limits").
+    **{
+        ("49dd873", f"models/moonshotai/{name}.yaml"): (
+            "argv: '--attention-config.use_trtllm_ragged_deepseek_prefill': "
+            "--attention-config.use_trtllm_ragged_deepseek_prefill expects a value"
+        )
+        for name in ("Kimi-K2.5", "Kimi-K2.6")
+    },
 }
 
 

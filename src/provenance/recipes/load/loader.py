@@ -295,47 +295,71 @@ def check_recipe_spec(spec: RecipeFile, loaded: LoadedYaml) -> None:
     """The site's build-time rules beyond the schema; the first broken one is an InputError."""
     for key_path, message in _feature_mode_problems(spec):
         raise InputError(message, location=loaded.location(key_path))
-    for key_path, args in _feature_arg_lists(spec):
+    for key_path, args in _arg_lists(loaded.data):
         if (problem := _arg_list_problem(args)) is not None:
             index, message = problem
             where = key_path if index is None else (*key_path, index)
             raise InputError(message, location=loaded.location(where))
 
 
-def _feature_arg_lists(spec: RecipeFile) -> Iterator[tuple[tuple[str | int, ...], list[str]]]:
-    """Every ``args`` list of a feature and of its modes and hardware overrides."""
-    for name, feature in (spec.features or {}).items():
-        here: tuple[str | int, ...] = ("features", name)
-        holders: list[tuple[tuple[str | int, ...], object]] = [(here, feature)]
-        holders += [((*here, "modes", m), mode) for m, mode in (feature.modes or {}).items()]
-        for holder_path, holder in list(holders):
-            overrides = getattr(holder, "hardware_overrides", None) or {}
-            holders += [
-                ((*holder_path, "hardware_overrides", hw), o) for hw, o in overrides.items()
-            ]
-        for holder_path, holder in holders:
-            args = getattr(holder, "args", None)
-            if args:
-                yield (*holder_path, "args"), args
+#: The keys whose value is a list of ``vllm serve`` arguments, wherever they appear:
+#: ``model.base_args``; ``extra_args`` of variants, overrides (recipe, variant, strategy,
+#: PD role, omni task) and their hardware overrides; ``vllm_args`` of strategy and PD
+#: role overrides; ``args`` of features, modes, their hardware overrides and advanced
+#: options.
+ARG_LIST_KEYS = frozenset({"args", "base_args", "extra_args", "vllm_args"})
+
+
+def _arg_lists(data: object) -> Iterator[tuple[tuple[str | int, ...], list[str]]]:
+    """Every argument list of a (schema-valid) recipe, with its key path, in file order."""
+    stack: list[tuple[tuple[str | int, ...], object]] = [((), data)]
+    while stack:
+        here, node = stack.pop()
+        children: list[tuple[tuple[str | int, ...], object]] = []
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ARG_LIST_KEYS and isinstance(value, list) and value:
+                    if all(isinstance(item, str) for item in value):
+                        yield (*here, key), value
+                else:
+                    children.append(((*here, key), value))
+        elif isinstance(node, list):
+            children = [((*here, index), item) for index, item in enumerate(node)]
+        stack.extend(reversed(children))
 
 
 def _arg_list_problem(args: list[str]) -> tuple[int | None, str] | None:
-    """Why a feature's args cannot join a ``vllm serve`` command: a stray positional value
-    (vLLM takes one, the model, which a feature never gives) or a malformed option."""
+    """Why an argument list cannot join a ``vllm serve`` command: a stray positional value
+    (vLLM takes one, the model, which a recipe's lists never give) or a malformed option."""
     from provenance.errors import ProvenanceError
     from provenance.normalise.canonical import normalise_argv
 
     try:
         command = normalise_argv(["vllm", "serve", *args])
     except ProvenanceError as exc:
-        return None, getattr(exc, "message", str(exc))
+        return _first_refused(args, exc.message), exc.message
     if command.model is None or any(a.split("=", 1)[0] == "--model" for a in args):
         return None
     index = args.index(command.model) if command.model in args else None
     return index, (
-        f"unexpected positional value {command.model!r} in a feature's args "
+        f"unexpected positional value {command.model!r} in an argument list "
         "(vllm serve takes one positional argument, the model)"
     )
+
+
+def _first_refused(args: list[str], message: str) -> int | None:
+    """The index of the item whose arrival makes ``args`` fail with ``message`` (the
+    shortest prefix refused so), so the error names its line; None when none is."""
+    from provenance.errors import ProvenanceError
+    from provenance.normalise.canonical import normalise_argv
+
+    for end in range(1, len(args) + 1):
+        try:
+            normalise_argv(["vllm", "serve", *args[:end]])
+        except ProvenanceError as exc:
+            if exc.message == message:  # (a prefix may stop before an option's value)
+                return end - 1
+    return None
 
 
 def load_recipe(root: RecipesRoot, ref: str | Path) -> Recipe:
