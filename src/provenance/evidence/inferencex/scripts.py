@@ -37,8 +37,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from provenance.errors import InputError
-from provenance.evidence.bash import evaluate_launcher
 from provenance.evidence.bash.config_file import merge_config_file
+from provenance.evidence.bash.context import evaluate_in_context
 from provenance.evidence.inferencex.dram_budget import dram_offload_gb
 from provenance.evidence.inferencex.master import MasterEntry, SingleNodePoint
 from provenance.evidence.inferencex.snapshot import Snapshot
@@ -49,6 +49,8 @@ from provenance.normalise.canonical import normalise_argv
 from provenance.safe_yaml import load_yaml_bytes
 
 RUNNERS_PATHS = ("configs/runners.yaml", ".github/configs/runners.yaml")
+#: The library launchers source; scanned for what its stand-in facts do not carry.
+LIBRARY_PATH = "benchmarks/benchmark_lib.sh"
 #: The sweep generator's agentic DURATION (``DEFAULT_AGENTIC_DURATION_SECONDS``).
 AGENTIC_DURATION_SECONDS = 3600
 _TEMPLATE = re.compile(r"""benchmarks/[A-Za-z0-9_${}%*:./#-]*?\.sh""")
@@ -378,6 +380,12 @@ def launcher_env(
     return env
 
 
+def _context_file(snapshot: Snapshot, path: str | None) -> tuple[str, str] | None:
+    """A file around a launcher (the library it sources) as (text, path); None when absent."""
+    raw = snapshot.read(path) if path else None
+    return (raw.decode("utf-8", "replace"), path) if raw is not None and path else None
+
+
 def evaluate_point(
     snapshot: Snapshot,
     entry: MasterEntry,
@@ -407,10 +415,11 @@ def evaluate_point(
             )
         else:
             dram_gb = budget
-    result = evaluate_launcher(
+    result = evaluate_in_context(
         text,
         path,
         launcher_env(entry, point, resolution.fleet, resolution.scenario_subdir, dram_gb),
+        library=_context_file(snapshot, LIBRARY_PATH),
     )
     partial.extend(result.partial)
     if resolution.alternatives:
