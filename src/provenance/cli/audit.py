@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, TextIO
 
 import click
 
@@ -12,6 +13,61 @@ from provenance.cli.options import audit_filters, enumeration_options, input_opt
 from provenance.cli.runner import run
 from provenance.errors import EXIT_GATE, EXIT_INPUT, EXIT_OK, UsageError
 from provenance.report.formats import FORMATS
+
+
+class ReportTarget(NamedTuple):
+    """One rendering of the audit result written to a file: ``--output`` in ``--format``,
+    or one ``--report FORMAT=PATH``."""
+
+    fmt: str
+    path: Path
+
+
+def parse_report_targets(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> tuple[ReportTarget, ...]:
+    """Each ``--report FORMAT=PATH`` as a :class:`ReportTarget`; a malformed value or an
+    unknown format is a usage error (exit 2)."""
+    targets = []
+    for value in values:
+        fmt, sep, path = value.partition("=")
+        if not sep or not fmt or not path:
+            raise click.BadParameter(
+                f"expects FORMAT=PATH, e.g. sarif=out.sarif (got {value!r})", ctx, param
+            )
+        if fmt not in FORMATS:
+            raise click.BadParameter(
+                f"unknown format {fmt!r} (choose from {', '.join(sorted(FORMATS))})", ctx, param
+            )
+        targets.append(ReportTarget(fmt, Path(path)))
+    return tuple(targets)
+
+
+def report_targets(
+    fmt: str, output: Path | None, reports: Sequence[ReportTarget]
+) -> tuple[ReportTarget, ...]:
+    """Every file the run writes: ``--output`` first, then each ``--report``; two outputs
+    naming the same file are a usage error."""
+    targets = ((ReportTarget(fmt, output),) if output is not None else ()) + tuple(reports)
+    seen: dict[Path, ReportTarget] = {}
+    for target in targets:
+        key = target.path.resolve()
+        if key in seen:
+            raise UsageError(
+                f"{target.path} is named by two outputs ({seen[key].fmt}, {target.fmt})"
+            )
+        seen[key] = target
+    return targets
+
+
+def _write_targets(write: Callable[[str, TextIO], None], targets: Sequence[ReportTarget]) -> None:
+    """Render the one result into each target: a regular file appears whole or not at all
+    (an error mid-write leaves no file); a FIFO or device is written in place."""
+    from provenance.store.atomic import output_text_stream
+
+    for target in targets:
+        with output_text_stream(target.path) as out:
+            write(target.fmt, out)
 
 
 @click.command()
@@ -30,6 +86,14 @@ from provenance.report.formats import FORMATS
 )
 @click.option(
     "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write here."
+)
+@click.option(
+    "--report",
+    "reports",
+    metavar="FORMAT=PATH",
+    multiple=True,
+    callback=parse_report_targets,
+    help="Also write the same result as FORMAT to PATH (repeat; e.g. sarif=out.sarif).",
 )
 @click.option(
     "--repo",
@@ -52,6 +116,13 @@ from provenance.report.formats import FORMATS
 )
 @click.option("--comment", is_flag=True, help="With --github-pr: create or update one comment.")
 @click.option(
+    "--github-errors",
+    type=click.Choice(["fail", "warn"]),
+    default="fail",
+    show_default=True,
+    help="With --github-pr: warn = a GitHub API failure is a warning, the audit's code stands.",
+)
+@click.option(
     "--token-env",
     default="GITHUB_TOKEN",
     show_default=True,
@@ -73,12 +144,14 @@ def audit(
     strict: bool,
     show_all: bool,
     output: Path | None,
+    reports: tuple[ReportTarget, ...],
     repo: Path | None,
     base: str | None,
     head: str | None,
     staged: bool,
     github_pr: str | None,
     comment: bool,
+    github_errors: str,
     token_env: str,
 ) -> None:
     """Audit RECIPE(s) (Org/Name or a YAML path; default: every recipe) against the ledger.
@@ -96,6 +169,9 @@ def audit(
     declaration covers (docs/audit.md, "The PR gate"). Each changed recipe is
     audited on its own: one invalid in the head is reported and blocks, the rest
     are diffed, and the command exits 3 after writing the report.
+
+    Every output (stdout or --output, and each --report) is rendered from the one
+    audit result, and the exit code is that audit's.
     """
 
     def action() -> int:
@@ -105,22 +181,16 @@ def audit(
         filters = audit_filters(variants, hardware, strategies, features, pd_nodes, pd_pairing, kv)
         if comment and not github_pr:
             raise UsageError("--comment needs --github-pr OWNER/REPO#N")
+        if github_errors != "fail" and not github_pr:
+            raise UsageError("--github-errors needs --github-pr OWNER/REPO#N")
+        targets = report_targets(fmt, output, reports)
+        github = _GitHubRequest(github_pr, comment, token_env, github_errors == "warn")
         nonlocal repo, base, head
         if staged:
             repo, base, head = _staged_revisions(repo, base, head)
         if repo is not None or base or head:
             return _pr_audit(
-                repo,
-                base,
-                head,
-                ledger,
-                evidence,
-                filters,
-                fmt,
-                output,
-                github_pr,
-                comment,
-                token_env,
+                repo, base, head, ledger, evidence, filters, fmt, output, targets, github
             )
         report = run_audit(
             AuditInputs(
@@ -142,15 +212,11 @@ def audit(
                 write_text(report, sys.stdout, color=sys.stdout.isatty(), show_all=show_all)
             else:
                 write_report(report, fmt, sys.stdout, show_all=show_all)
-        else:
-            from provenance.store.atomic import output_text_stream
-
-            # a regular file appears whole or not at all (an error mid-write leaves
-            # no file); a FIFO or device is written in place
-            with output_text_stream(output) as out:
-                write_report(report, fmt, out, show_all=show_all)
-        if github_pr:
-            _github_check(report, github_pr, comment, token_env)
+        _write_targets(
+            lambda name, out: write_report(report, name, out, show_all=show_all), targets
+        )
+        if github.pr:
+            _github_check(report, github)
         if report.errors:
             from provenance.escaping import terminal
 
@@ -190,6 +256,15 @@ def _staged_revisions(
     return where, "HEAD", staged_commit(open_repo(where))
 
 
+class _GitHubRequest(NamedTuple):
+    """``--github-pr``, ``--comment``, ``--token-env`` and ``--github-errors warn``."""
+
+    pr: str | None
+    comment: bool
+    token_env: str
+    warn: bool
+
+
 def _pr_audit(
     repo: Path | None,
     base: str | None,
@@ -199,9 +274,8 @@ def _pr_audit(
     filters: Any,
     fmt: str,
     output: Path | None,
-    github_pr: str | None,
-    comment: bool,
-    token_env: str,
+    targets: Sequence[ReportTarget],
+    github: _GitHubRequest,
 ) -> int:
     from provenance.report.pr import gate_exit_code, write_pr_audit
     from provenance.review.pr_audit import PrAuditRequest, run_pr_audit
@@ -215,13 +289,9 @@ def _pr_audit(
     )
     if output is None:
         write_pr_audit(result, fmt, sys.stdout)
-    else:
-        from provenance.store.atomic import output_text_stream
-
-        with output_text_stream(output) as out:
-            write_pr_audit(result, fmt, out)
-    if github_pr and result.head_report is not None:
-        _github_check(result.head_report, github_pr, comment, token_env)
+    _write_targets(lambda name, out: write_pr_audit(result, name, out), targets)
+    if github.pr and result.head_report is not None:
+        _github_check(result.head_report, github)
     if result.diff.errors:
         from provenance.escaping import terminal
 
@@ -242,20 +312,37 @@ def _pr_audit(
     return gate_exit_code(result)
 
 
-def _github_check(report: Any, github_pr: str, comment: bool, token_env: str) -> None:
-    """Report evidence PRs missing from the PR body; optionally upsert the marked comment."""
+def _github_check(report: Any, github: _GitHubRequest) -> None:
+    """Report evidence PRs missing from the PR body; optionally upsert the marked comment.
+    With ``--github-errors warn`` an API failure is a warning on stderr, not the exit code."""
+    from provenance.errors import NetworkError
     from provenance.github.pr import evidence_prs, github_pr_report, render_text
     from provenance.report.markdown import write as write_markdown
 
+    assert github.pr is not None
     body = None
-    if comment:
+    if github.comment:
         import io
 
         buffer = io.StringIO()
         write_markdown(report, buffer)
         body = buffer.getvalue()
-    checked = github_pr_report(github_pr, evidence_prs(report), body, token_env=token_env)
+    try:
+        checked = github_pr_report(
+            github.pr, evidence_prs(report), body, token_env=github.token_env
+        )
+    except NetworkError as exc:
+        if not github.warn:
+            raise
+        click.echo(
+            f"warning: {GITHUB_NOT_CHECKED} (--github-errors warn): {exc.diagnostic()}", err=True
+        )
+        return
     click.echo(render_text(checked), err=True)
+
+
+#: the warning ``--github-errors warn`` prints when the GitHub API failed
+GITHUB_NOT_CHECKED = "GitHub PR not checked, no comment written"
 
 
 def _pool(text: str | None, name: str) -> tuple[int, str] | None:
