@@ -144,7 +144,7 @@ def test_sets_cut_differently_on_each_side_give_the_per_selection_diff() -> None
         # h200: merged into one entry; an unevidenced flag more for PLAIN and SPEC
         _entry((_set((PLAIN, SPEC, TOOLS), hardware="h200"),), GUIDE, TP | FP8),
         # mi355x gone; a new hardware
-        _entry((_set((PLAIN, SPEC), hardware="gb200"),), GUIDE, TP),
+        _entry((_set((PLAIN, SPEC), hardware="gb200"),), GUIDE, TP | FP8),
     )
     for before, after in ((base, head), (head, base), (None, head), (base, None), (base, base)):
         diff = diff_reports(before, after, base_label="a", head_label="b")

@@ -80,6 +80,23 @@ def _in_scope(entry: VerdictEntry) -> bool:
     )
 
 
+def _unreachable(entry: VerdictEntry) -> bool:
+    """The entry's evidence exists only in shapes the recipe cannot express: no change in
+    it blocks (restated)."""
+    return ReasonCode.UNREACHABLE in {r.code for r in entry.reasons}
+
+
+def _worse_flags(before: VerdictEntry | None, entry: VerdictEntry) -> bool:
+    """``entry`` carries an unevidenced (role, key, value) that ``before`` (None: a new
+    combination) did not carry, and ``before`` did not already set that key in that role
+    to an unevidenced value (one unbacked value for another is no worse)."""
+    old_roles = before.roles if before is not None else ()
+    carried = _role_flag_values(old_roles, unevidenced=False)
+    unbacked_keys = {t[:2] for t in _role_flag_values(old_roles, unevidenced=True)}
+    fresh = _role_flag_values(entry.roles, unevidenced=True) - carried
+    return any(t[:2] not in unbacked_keys for t in fresh)
+
+
 def per_selection_diff(
     base: AuditReport | None, head: AuditReport | None
 ) -> tuple[list[CombinationChange], Lens, int, int]:
@@ -88,6 +105,7 @@ def per_selection_diff(
     head_map = dict(_expand(head))
     changes: list[CombinationChange] = []
     lens_keys: set[tuple[str, str]] = set()
+    new_keys: set[tuple[str, str]] = set()
     for key, entry in head_map.items():
         recipe, selection = key
         before = base_map.get(key)
@@ -95,9 +113,10 @@ def per_selection_diff(
         guide_only = entry.verdict is VerdictKind.GUIDE_ONLY
         if before is None:
             for role_flags in head_flags.values():
-                lens_keys.update(role_flags.items())
+                new_keys.update(role_flags.items())
             undeclared = guide_only and entry.declared_by is None
-            blocking = undeclared and _in_scope(entry)
+            evidenced = undeclared and _in_scope(entry)
+            blocking = evidenced and not _unreachable(entry) and _worse_flags(None, entry)
             changes.append(
                 CombinationChange(
                     recipe=recipe,
@@ -110,7 +129,7 @@ def per_selection_diff(
                     declared_by=entry.declared_by,
                     blocking=blocking,
                     block_reason="new-guide-only" if blocking else None,
-                    unbenchmarked=undeclared and not blocking,
+                    unbenchmarked=undeclared and not evidenced,
                 )
             )
             continue
@@ -129,9 +148,7 @@ def per_selection_diff(
                 block_reason = "regressed-verdict"
             elif not (_in_scope(before) or _in_scope(entry)):
                 unbenchmarked = True
-            elif _role_flag_values(entry.roles, unevidenced=True) - _role_flag_values(
-                before.roles, unevidenced=False
-            ):
+            elif not _unreachable(entry) and _worse_flags(before, entry):
                 block_reason = "new-unevidenced-flag"
         changes.append(
             CombinationChange(
@@ -161,6 +178,8 @@ def per_selection_diff(
                     flags=FlagChanges(removed=_role_flags(entry.roles)),
                 )
             )
+    in_base = {(f.key, f.value) for e in base_map.values() for r in e.roles for f in r.flags}
+    lens_keys |= new_keys - in_base
     lens: Lens = {}
     for (recipe, selection), entry in head_map.items():
         seen_roles: set[tuple[str, str, str]] = set()

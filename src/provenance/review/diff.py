@@ -5,7 +5,8 @@ Pure functions over two :class:`~provenance.audit.verdicts.AuditReport` objects:
 * per combination: newly exposed, removed, verdict changed, major flags added /
   changed / removed per role;
 * the *flag lens*: for every major ``key=value`` the PR adds or changes in any
-  role, every head combination in which it now appears, each with its evidence
+  role (of a combination of both sides, or of a new one when no base combination
+  sets it), every head combination in which it now appears, each with its evidence
   or its absence — a flag added to a variant applies on every hardware that
   variant runs on, which is where unverified cross-products hide;
 * the *gate* (``docs/audit.md``, "The PR gate"): it blocks what the PR makes worse
@@ -487,6 +488,9 @@ class _Differ:
         self.keys = _Keys()
         self.pairs: dict[tuple[int | None, int | None], _Pair | None] = {}
         self.lens_keys: set[tuple[str, str]] = set()
+        #: the major ``key=value`` of new combinations: lens keys only where no base
+        #: combination sets them (:meth:`lens`)
+        self.new_combination_keys: set[tuple[str, str]] = set()
         # Entries of an audit share their RoleFlags objects (one per judged role): the
         # memos below are keyed by the identities of an entry's roles (all kept alive by
         # the reports being compared).
@@ -592,7 +596,7 @@ class _Differ:
         }
         if before is None:
             for role_flags in head_flags.values():
-                self.lens_keys.update(role_flags.items())
+                self.new_combination_keys.update(role_flags.items())
             undeclared = guide_only and entry.declared_by is None
             evidenced = undeclared and has_in_scope_evidence(entry)
             blocking = evidenced and not unreachable(entry) and self.new_unevidenced(None, entry)
@@ -632,6 +636,24 @@ class _Differ:
             "unbenchmarked": unbenchmarked,
             **shared,
         }
+
+    def lens(self) -> set[tuple[str, str]]:
+        """The ``key=value`` pairs of the flag lens: those the PR adds to or changes in
+        combinations of both sides, and those of new combinations that no base
+        combination sets (a PR adding a hardware profile exposes combinations, not flags:
+        their own gate decisions say what they are)."""
+        if not self.new_combination_keys - self.lens_keys:
+            return self.lens_keys
+        # the base's entries, and the head's of the variants the base stands for
+        # (``base_as_head``: the same in both)
+        as_base = [e for e in self.base if e.combinations]
+        as_base += [
+            e
+            for e in self.head
+            if any(s.variant in self.base_as_head.get(e.recipe, ()) for s in e.selections)
+        ]
+        in_base = {(flag.key, flag.value) for e in as_base for r in e.roles for flag in r.flags}
+        return self.lens_keys | (self.new_combination_keys - in_base)
 
     def run(self) -> tuple[list[ChangeGroup], int, int]:
         """The change groups, and the number of base and head combinations.
@@ -756,7 +778,7 @@ def diff_reports(
     groups, base_count, head_count = differ.run()
     groups = [g for g in groups if g.combinations]
     groups.sort(key=_change_order)
-    lens = _lens(head_entries, differ.lens_keys)
+    lens = _lens(head_entries, differ.lens())
     blocked = sum(g.combinations for g in groups if g.blocking)
     unbenchmarked = sum(g.combinations for g in groups if g.unbenchmarked)
     claims: list[Claim] = []
