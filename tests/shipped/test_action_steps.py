@@ -2,9 +2,11 @@
 ``setup-python`` step's), in a real recipes git repository built from the MiniMax-M3
 history, for a ``pull_request`` event naming the PR's base and head SHAs.
 
-The install step itself installs provenance non-editable from the action's path; the
-``uses:`` steps are not run, but what they are given is checked (the Python version, and
-a SARIF file that exists and is SARIF)."""
+The install step itself installs provenance non-editable from the action's path into a
+venv under ``$RUNNER_TEMP``; the ``uses:`` steps are not run, but what they are given is
+checked (the Python version, the pip cache key, and a SARIF file under ``$RUNNER_TEMP``
+that exists and is SARIF). ``test_action_untrusted_pr.py`` runs the same steps on pull
+requests that plant code and symbolic links."""
 
 from __future__ import annotations
 
@@ -17,6 +19,9 @@ from recipes_history import HISTORY, MODEL, PR682_BASE, PR682_HEAD
 from shipped_support import base_env, make_venv, recipes_repo
 
 pytestmark = [pytest.mark.shipped, pytest.mark.slow, pytest.mark.corpus]
+
+INSTALL = "Install provenance (from this action's own source)"
+AUDIT = "Audit the pull request (SARIF, job summary, PR comment)"
 
 #: the fixture PR on top of #682: BF16 on MI325X, cells no InferenceX run benchmarked,
 #: gains a major flag (the KV cache dtype) and a tuning flag
@@ -95,14 +100,21 @@ def _run(
     )
 
 
-def _check_uses_steps(run: ActionRun, repo: Path) -> None:
+def _check_uses_steps(run: ActionRun, runner_temp: Path) -> None:
     setup = run.step("Set up Python")
     assert setup.uses is not None and setup.uses.startswith("actions/setup-python@")
     assert setup.with_inputs == {"python-version": "3.11"}
+    cache = run.step("Cache pip downloads")
+    assert cache.ran and cache.uses is not None and cache.uses.startswith("actions/cache@")
+    assert Path(cache.with_inputs["path"]).is_absolute()
+    assert cache.with_inputs["key"].startswith(cache.with_inputs["restore-keys"])
     upload = run.step("Upload SARIF to code scanning")
     assert upload.ran, "the SARIF is uploaded whatever the gate says"
-    assert upload.with_inputs == {"sarif_file": "./provenance.sarif", "category": "provenance"}
-    sarif = json.loads((repo / upload.with_inputs["sarif_file"]).read_text(encoding="utf-8"))
+    assert upload.with_inputs["category"] == "provenance"
+    sarif_path = Path(upload.with_inputs["sarif_file"])
+    assert sarif_path.is_relative_to(runner_temp), sarif_path  # never in the checkout
+    assert run.outputs["sarif-file"] == str(sarif_path)
+    sarif = json.loads(sarif_path.read_text(encoding="utf-8"))
     assert sarif["version"] == "2.1.0"
     assert "sarif" in sarif["$schema"]
     (tool_run,) = sarif["runs"]
@@ -119,16 +131,11 @@ def test_the_682_replay_fails_the_gate(
 ) -> None:
     repo, (pr672, pr682, _, _) = history
     run = _run(checkout, setup_python_bin, repo, tmp_path, pr672, pr682, 682)
-    for name in (
-        "Install provenance (from this action's own source)",
-        "Resolve revisions",
-        "Audit the pull request (SARIF)",
-        "Job summary (markdown)",
-    ):
+    for name in ("Prepare a virtualenv outside the checkout", INSTALL, "Resolve revisions", AUDIT):
         _ran_ok(run, name)
-    assert not run.step("Check PR citations and update the provenance comment").ran
-    assert run.outputs == {"exit-code": "1", "sarif-file": "provenance.sarif"}
-    _check_uses_steps(run, repo)
+    assert "not checked" not in run.step(AUDIT).stderr  # comment "false": no --github-pr
+    assert run.outputs["exit-code"] == "1"
+    _check_uses_steps(run, tmp_path / "runner-temp")
     assert run.summary.startswith("**gate: FAIL")  # the verdict line opens the summary
     blocking = run.summary.index("#### Blocking")
     assert "Regressed" in run.summary[blocking:]  # #682: 4 combinations regressed
@@ -158,9 +165,9 @@ def test_a_pr_changing_only_unbenchmarked_cells_passes(
 ) -> None:
     repo, (_, pr682, fixture, _) = history
     run = _run(checkout, setup_python_bin, repo, tmp_path, pr682, fixture, 9001)
-    _ran_ok(run, "Audit the pull request (SARIF)")
-    assert run.outputs == {"exit-code": "0", "sarif-file": "provenance.sarif"}
-    _check_uses_steps(run, repo)
+    _ran_ok(run, AUDIT)
+    assert run.outputs["exit-code"] == "0"
+    _check_uses_steps(run, tmp_path / "runner-temp")
     assert run.summary.startswith("**gate: PASS")
     assert "unbenchmarked" in run.summary.split("\n", 1)[0]  # and the verdict says why
     _ran_ok(run, "Gate")
@@ -204,8 +211,8 @@ def test_a_pr_breaking_the_recipe_fails_with_the_input_code_and_names_the_line(
     run = _run(
         checkout, setup_python_bin, repo, tmp_path, pr682, broken, 9002, **{"fail-on-gate": "false"}
     )
-    assert run.outputs == {"exit-code": "3", "sarif-file": "provenance.sarif"}
-    _check_uses_steps(run, repo)
+    assert run.outputs["exit-code"] == "3"
+    _check_uses_steps(run, tmp_path / "runner-temp")
     lines = (repo / MODEL).read_text(encoding="utf-8").splitlines()
     assert lines[-1] == _BROKEN.strip()  # the refused key is the head's last line
     assert run.summary.startswith("**gate: FAIL")

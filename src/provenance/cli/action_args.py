@@ -1,6 +1,8 @@
-"""``python -m provenance.cli.action_args``: the Action's extra audit arguments, each
+"""``python -I -m provenance.cli.action_args``: the Action's extra audit arguments, each
 followed by a NUL byte on stdout (read back with ``mapfile -d ''``), from the step's
-environment (see :mod:`provenance.github.action`). Exit 2 with a diagnostic on bad input."""
+environment (see :mod:`provenance.github.action`: relative paths made absolute against
+``$REPO``, a ``sarif-file`` through a symbolic link refused). Exit 2 with a diagnostic
+on bad input."""
 
 from __future__ import annotations
 
