@@ -4,7 +4,12 @@ Flag values, PR titles, file paths and reasons come from pull requests. Before
 they reach a reviewer they are made inert:
 
 * :func:`terminal` — control characters (ANSI escape sequences, carriage
-  returns, bells, …) become visible ``\\xNN`` escapes; newlines become ``\\n``;
+  returns, bells, …) and invisible or direction-changing characters (bidi
+  overrides and isolates, zero-width characters, tag characters) become visible
+  ``\\xNN``/``\\uNNNN`` escapes; newlines become ``\\n``; every helper below
+  starts from it, so each surface shows such a character the same way;
+* :func:`html_text` — a value inside HTML (the HTML report's server-written
+  sections, its title, and every string of its embedded data);
 * :func:`markdown_inline` — a value shown inside a markdown line or a GFM table
   cell (PR comment, job summary, citations): HTML and markdown metacharacters
   (``|`` included) are backslash-escaped or entity-encoded, ``@mentions`` and
@@ -25,7 +30,21 @@ from __future__ import annotations
 import html
 import re
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+#: Every character that is invisible or changes how the text around it is drawn, shown
+#: as a visible escape by :func:`terminal` (and so by every other helper): C0 and C1
+#: controls but ``\n`` and ``\t`` (flattened first), the line and paragraph
+#: separators (Zl, Zp) and every format character (Cf) of Unicode 15 — bidi embeddings,
+#: overrides and isolates (U+202A-202E, U+2066-2069), the marks U+200E/U+200F/U+061C,
+#: zero-width characters (U+200B-200D, U+FEFF), the soft hyphen, invisible operators,
+#: tag characters (U+E0000-E007F) — except U+2060 WORD JOINER, which
+#: :func:`markdown_inline` itself inserts to break mentions and links.
+#: ``tests/security/test_sec_invisible.py`` checks the class against :mod:`unicodedata`.
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f"
+    "\u0890\u0891\u08e2\u180e\u200b-\u200f\u2028-\u202e\u2061-\u2064\u2066-\u206f"
+    "\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]"
+)
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 #: ``scheme://``: GFM's autolink extension (and linkify) turn it into a live link.
@@ -34,13 +53,22 @@ _WORD_JOINER = "\u2060"
 
 
 def _visible(char: str) -> str:
-    return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def terminal(value: object) -> str:
     """Text safe to print on a terminal: no escape sequences, no line breaks."""
     text = str(value).replace("\r\n", "\n").replace("\n", "\\n").replace("\t", " ")
     return _CONTROL.sub(lambda m: _visible(m.group()), text)
+
+
+def html_text(value: object) -> str:
+    """Text safe as HTML element content or a quoted attribute value: :func:`terminal`,
+    then ``& < > " '`` as entities."""
+    return html.escape(terminal(value), quote=True)
 
 
 def markdown_inline(value: object) -> str:

@@ -24,7 +24,13 @@ combinations) stays small:
 The unreachable groups (``summary.unreachable``: combinations no recipe edit can bring
 to any in-scope evidence point) are also written on the server, as their own section
 after the matrices (:func:`unreachable_section`, every value through
-:func:`~provenance.report.pr_html.html_text`); the matrices mark their cells apart.
+:func:`~provenance.escaping.html_text`); the matrices mark their cells apart.
+
+Every string of the embedded data (the string table ``s`` and ``meta``) is made inert
+with :func:`~provenance.escaping.terminal` before it is embedded, as every other
+surface makes it: the script inserts strings with ``textContent``, which would draw a
+bidi override or a zero-width character from a PR verbatim. The JSON report keeps the
+exact values.
 
 The page layout is described in ``docs/report.md``.
 
@@ -57,10 +63,11 @@ from provenance.audit.verdicts import (
     RoleFlags,
     UnreachableGroup,
 )
+from provenance.escaping import html_text, terminal
 from provenance.model.combination import PdPool, PdSelection, Selection
 from provenance.model.ledger import SweepRun
 from provenance.model.reasons import VerdictKind
-from provenance.report.pr_html import HtmlGate, gate_section, html_text
+from provenance.report.pr_html import HtmlGate, gate_section
 
 if TYPE_CHECKING:
     from provenance.review.diff import DiffReport
@@ -554,8 +561,20 @@ def build_page_data(
     # The string table last: every field above has added its strings by now.
     data["prs"] = enc.prs.rows
     data["runs"] = enc.runs.rows
-    data["s"] = enc.strings.rows
+    data["s"] = [terminal(text) for text in enc.strings.rows]
+    data["meta"] = _inert(data["meta"])
     return data
+
+
+def _inert(value: Any) -> Any:
+    """``value`` with every string (keys too) made terminal-safe, the shape kept."""
+    if isinstance(value, str):
+        return terminal(value)
+    if isinstance(value, dict):
+        return {_inert(key): _inert(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_inert(item) for item in value]
+    return value
 
 
 def embed_json(data: Any) -> str:
@@ -645,10 +664,10 @@ def render_html(
         f'<meta http-equiv="Content-Security-Policy" content="{html.escape(csp)}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<meta name="referrer" content="no-referrer">\n'
-        f"<title>{html.escape(title)}</title>\n"
+        f"<title>{html_text(title)}</title>\n"
         f"<style>{css}</style>\n</head>\n<body>\n"
         '<a class="skip" href="#matrices">Skip to the matrices</a>\n'
-        f"<header><h1>{html.escape(title)}</h1></header>\n"
+        f"<header><h1>{html_text(title)}</h1></header>\n"
         f"{gate_section(diff.gate) if diff is not None and diff.gate is not None else ''}"
         '<main id="app" aria-busy="true">'
         "<noscript><p>This page needs JavaScript to draw the evidence matrix. The data is "

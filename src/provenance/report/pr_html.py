@@ -7,17 +7,15 @@ every blocking group in the reviewer's order — regressions, new claims, new un
 flags, new guide-only combinations — each with the flag it is about, its cells and the
 nearest evidence. It is plain HTML written on the server (it shows without JavaScript);
 every value in it comes from the audit of an untrusted PR and goes through
-:func:`html.escape` (:func:`html_text`), never into an attribute other than ``class`` and
+:func:`provenance.escaping.html_text`, never into an attribute other than ``class`` and
 ``id``, whose values are fixed here.
 """
 
 from __future__ import annotations
 
-import html
-
 from pydantic import BaseModel, ConfigDict
 
-from provenance.escaping import terminal
+from provenance.escaping import html_text
 from provenance.report.diff import (
     CATEGORY_TITLE,
     SECTION_ORDER,
@@ -126,11 +124,6 @@ def _gate_group(group: BlockGroup) -> GateGroup:
         ),
         detail="; ".join(f"{r} ×{n}" for r, n in group.reasons.most_common(3)),
     )
-
-
-def html_text(value: object) -> str:
-    """An untrusted value as HTML text (control characters made visible first)."""
-    return html.escape(terminal(value), quote=True)
 
 
 def gate_section(gate: HtmlGate) -> str:
