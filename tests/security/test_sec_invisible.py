@@ -20,12 +20,10 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from inferencex_fixtures import LAUNCH_B300, RUNNERS, WORKFLOW_PATH, RepoBuilder, workflow
-from sec_fixtures import LAUNCHER, MASTER, RUNNERS_PATH, reduced_recipes_root
+from sec_fixtures import m3_repo, reduced_recipes_root, strings_of
 
 from provenance import escaping
 from provenance.cli.main import cli
@@ -48,31 +46,6 @@ RAW = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2061-\u2064"
     "\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
 )
-SCRIPT = "benchmarks/single_node/fixed_seq_len/minimaxm3_fp4_b300.sh"
-MASTER_M3 = """\
-minimaxm3-fp4-b300-vllm:
-  image: vllm/vllm-openai:minimax-m3
-  model: nvidia/MiniMax-M3-NVFP4
-  model-prefix: minimaxm3
-  runner: b300
-  precision: fp4
-  framework: vllm
-  multinode: false
-  scenarios:
-    fixed-seq-len:
-    - isl: 8192
-      osl: 1024
-      search-space:
-      - { tp: 8, conc-list: [4] }
-"""
-
-
-def _script(value: str) -> str:
-    return (
-        "#!/usr/bin/env bash\n"
-        'vllm serve "$MODEL" --tensor-parallel-size $TP --block-size 128 '
-        f"--kv-cache-dtype '{value}' --trust-remote-code\n"
-    )
 
 
 @dataclass
@@ -93,17 +66,7 @@ def surfaces(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Surfaces]:
     recipes = reduced_recipes_root(
         tmp / "recipes", extra_args=["--hostile-note", RECIPE_VALUE], twin_variant=VARIANT
     )
-    builder = RepoBuilder(tmp / "inferencex")
-    builder.commit(
-        f"{TITLE} (#66)",
-        {
-            MASTER: MASTER_M3,
-            RUNNERS_PATH: RUNNERS,
-            WORKFLOW_PATH: workflow(),
-            LAUNCHER: LAUNCH_B300,
-            SCRIPT: _script(EVIDENCE_VALUE),
-        },
-    )
+    builder = m3_repo(tmp / "inferencex", f"{TITLE} (#66)", EVIDENCE_VALUE)
     dirs = ["--ledger", str(tmp / "ledger"), "--evidence", str(tmp / "evidence")]
     inputs = ["--recipes-root", str(recipes), *dirs]
     shown = {"ingest": _invoke(["ingest", "inferencex", str(builder.root), *dirs])}
@@ -123,20 +86,8 @@ def surfaces(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Surfaces]:
     yield Surfaces(shown, _invoke([*audit, "--format", "json"]))
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield str(key)
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
 def test_json_keeps_the_exact_values(surfaces: Surfaces) -> None:
-    strings = set(_strings(json.loads(surfaces.json_report)))
+    strings = set(strings_of(json.loads(surfaces.json_report)))
     assert VARIANT in strings
     assert any(RECIPE_VALUE in s for s in strings)
     assert any(EVIDENCE_VALUE in s for s in strings)

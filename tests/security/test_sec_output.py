@@ -21,25 +21,20 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from xml.etree import ElementTree
 
 import pytest
 from click.testing import CliRunner
 from inferencex_fixtures import (
-    LAUNCH_B300,
     MASTER_SINGLE,
-    RUNNERS,
-    WORKFLOW_PATH,
     RepoBuilder,
-    workflow,
 )
 from sec_fixtures import (
-    LAUNCHER,
     MASTER,
-    RUNNERS_PATH,
     base_files,
+    m3_repo,
     reduced_recipes_root,
+    strings_of,
 )
 
 from provenance.audit.verdicts import AuditReport
@@ -60,35 +55,8 @@ HOSTILE_RECIPE = (
     "<script>alert(2)</script>[link=https://e.x]k[/link]@octocat ``x`` |\x1b[31m\u2066rtl"
 )
 HOSTILE_VARIANT = "nv<b>@here"
-SCRIPT = "benchmarks/single_node/fixed_seq_len/minimaxm3_fp4_b300.sh"
-MASTER_M3 = """\
-minimaxm3-fp4-b300-vllm:
-  image: vllm/vllm-openai:minimax-m3
-  model: nvidia/MiniMax-M3-NVFP4
-  model-prefix: minimaxm3
-  runner: b300
-  precision: fp4
-  framework: vllm
-  multinode: false
-  scenarios:
-    fixed-seq-len:
-    - isl: 8192
-      osl: 1024
-      search-space:
-      - { tp: 8, conc-list: [4] }
-"""
-
 # C0 controls except \n, DEL, C1 controls, line/paragraph separators, bidi controls
 UNSAFE_CHARS = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def _script(value: str) -> str:
-    quoted = value.replace("'", "'\\''")
-    return (
-        "#!/usr/bin/env bash\n"
-        'vllm serve "$MODEL" --tensor-parallel-size $TP --block-size 128 '
-        f"--kv-cache-dtype '{quoted}' --trust-remote-code\n"
-    )
 
 
 @dataclass
@@ -115,18 +83,8 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outputs]:
         extra_args=["--hostile-note", HOSTILE_RECIPE],
         twin_variant=HOSTILE_VARIANT,
     )
-    builder = RepoBuilder(tmp / "inferencex")
     title = HOSTILE.replace("\n", " ")
-    builder.commit(
-        f"Evil {title} (#66)",
-        {
-            MASTER: MASTER_M3,
-            RUNNERS_PATH: RUNNERS,
-            WORKFLOW_PATH: workflow(),
-            LAUNCHER: LAUNCH_B300,
-            SCRIPT: _script(HOSTILE),
-        },
-    )
+    builder = m3_repo(tmp / "inferencex", f"Evil {title} (#66)", HOSTILE)
     dirs = ["--ledger", str(tmp / "ledger"), "--evidence", str(tmp / "evidence")]
     inputs = ["--recipes-root", str(recipes), *dirs]
     terminal = {"ingest": _invoke(["ingest", "inferencex", str(builder.root), *dirs])}
@@ -164,18 +122,6 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Outputs]:
     )
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield str(key)
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
 def test_the_hostile_values_reach_the_outputs(outputs: Outputs) -> None:
     """Guard: the checks below are only meaningful if the payload is really shown."""
     assert "onerror" in outputs.markdown["audit-markdown"]
@@ -186,7 +132,7 @@ def test_the_hostile_values_reach_the_outputs(outputs: Outputs) -> None:
 
 
 def test_json_keeps_the_exact_values(outputs: Outputs) -> None:
-    strings = set(_strings(json.loads(outputs.json_report)))
+    strings = set(strings_of(json.loads(outputs.json_report)))
     assert HOSTILE in strings
     assert HOSTILE_VARIANT in strings
     assert any(HOSTILE_RECIPE in s for s in strings)

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +54,67 @@ def base_files() -> dict[str, str | None]:
         SCRIPT: SCRIPT_MTP,
         RECIPE: RECIPE_4P1D,
     }
+
+
+#: A MiniMax-M3 NVFP4 B300 key whose script a test writes (:func:`m3_repo`): its records
+#: are in scope of the embedded MiniMax-M3 recipe, so their values reach the audit.
+M3_SCRIPT = "benchmarks/single_node/fixed_seq_len/minimaxm3_fp4_b300.sh"
+MASTER_M3 = """\
+minimaxm3-fp4-b300-vllm:
+  image: vllm/vllm-openai:minimax-m3
+  model: nvidia/MiniMax-M3-NVFP4
+  model-prefix: minimaxm3
+  runner: b300
+  precision: fp4
+  framework: vllm
+  multinode: false
+  scenarios:
+    fixed-seq-len:
+    - isl: 8192
+      osl: 1024
+      search-space:
+      - { tp: 8, conc-list: [4] }
+"""
+
+
+def m3_script(kv_cache_dtype: str) -> str:
+    """The key's benchmark script, serving with ``--kv-cache-dtype`` ``kv_cache_dtype``."""
+    quoted = kv_cache_dtype.replace("'", "'\\''")
+    return (
+        "#!/usr/bin/env bash\n"
+        'vllm serve "$MODEL" --tensor-parallel-size $TP --block-size 128 '
+        f"--kv-cache-dtype '{quoted}' --trust-remote-code\n"
+    )
+
+
+def m3_repo(root: Path, subject: str, kv_cache_dtype: str) -> RepoBuilder:
+    """An InferenceX repository of one commit (``subject``: its PR title) holding the
+    MiniMax-M3 key, whose served flag value is ``kv_cache_dtype``."""
+    builder = RepoBuilder(root)
+    builder.commit(
+        subject,
+        {
+            MASTER: MASTER_M3,
+            RUNNERS_PATH: RUNNERS,
+            WORKFLOW_PATH: workflow(),
+            LAUNCHER: LAUNCH_B300,
+            M3_SCRIPT: m3_script(kv_cache_dtype),
+        },
+    )
+    return builder
+
+
+def strings_of(value: object) -> Iterator[str]:
+    """Every string of a JSON value, keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from strings_of(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from strings_of(item)
 
 
 def commit_raw(builder: RepoBuilder, subject: str, files: dict[str, bytes]) -> str:
