@@ -624,10 +624,36 @@ class ShapeCell:
         )
 
 
+#: Most combinations one audit (or ``combos``) may walk: the cells' feature choices ×
+#: PD pool pairs, counted before the first is rendered. The largest real recipe,
+#: MiniMax-M3, offers 71,208 (230,184 with ``--kv all``); a recipes PR that multiplies
+#: its choices past this is an input error naming its ``variants`` line — audit a part
+#: of it (``--variant``, ``--hardware``, ``--strategy``, ``--features``), or raise this
+#: constant (docs/security.md, "Faults and limits").
+MAX_COMBINATIONS = 2_000_000
+
+
 def enumerate_cells(
     recipe: Recipe, root: RecipesRoot, options: EnumerationOptions
 ) -> Iterator[ShapeCell]:
-    """Every deployment shape of a (non-omni) recipe, in the order of :func:`enumerate_with_ui`."""
+    """Every deployment shape of a (non-omni) recipe, in the order of :func:`enumerate_with_ui`.
+
+    The cells are listed (cheap: feature choices are shared) and their combinations
+    counted before the first is yielded; over :data:`MAX_COMBINATIONS` is an InputError.
+    """
+    cells = list(_cells(recipe, root, options))
+    total = sum(len(c.choices) * (1 if c.pools is None else len(c.pools)) for c in cells)
+    if total > MAX_COMBINATIONS:
+        raise InputError(
+            f"the recipe offers {total} combinations, over the limit of {MAX_COMBINATIONS} "
+            "(selections.MAX_COMBINATIONS); audit a part of it with --variant, --hardware, "
+            "--strategy or --features",
+            location=recipe.location(("variants",)),
+        )
+    yield from cells
+
+
+def _cells(recipe: Recipe, root: RecipesRoot, options: EnumerationOptions) -> Iterator[ShapeCell]:
     b = _Builder(recipe, root)
     kv_filter = options.kv_filter()
     for variant_key in b.spec.variants or {}:

@@ -9,19 +9,36 @@ All YAML goes through :mod:`provenance.safe_yaml`; every schema violation is an
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from provenance.errors import InputError, UnsafeInputError
+from provenance.errors import InputError, SourceLocation, UnsafeInputError
 from provenance.recipes.load.schema import KvStore, RecipeFile, Strategy, Taxonomy
 from provenance.recipes.load.yaml12 import check_yaml12_nodes
-from provenance.safe_yaml import LoadedYaml, load_yaml
+from provenance.safe_yaml import LoadedYaml, format_key_path, load_yaml
 
 M = TypeVar("M", bound=BaseModel)
+
+# Limits on one model recipe (docs/security.md, "Faults and limits"). A recipes PR
+# controls these counts, and the audit walks their product: without a bound, 10,000
+# variants took 62 s. Each limit is far above every real recipe — measured on the 173
+# recipes of vllm-project/recipes at 8959cf6 and on all 916 model-file revisions in
+# its history (the maxima are the same). To raise one, change it here (and the
+# measured figures in docs/security.md). The cross-product's own limit is
+# ``provenance.recipes.enumerate.selections.MAX_COMBINATIONS``.
+
+#: Bytes of one model recipe file; largest real: 58,448 (MiniMaxAI/MiniMax-H3).
+MAX_RECIPE_BYTES = 512 * 1024
+#: Variants of one recipe; largest real: 5.
+MAX_VARIANTS = 64
+#: Features of one recipe; largest real: 6.
+MAX_FEATURES = 64
+#: Modes of one feature; largest real: 3.
+MAX_MODES = 32
 
 _KINDS = {
     "int_type": "an integer",
@@ -143,6 +160,18 @@ class Recipe:
     hf_id: str
     path: Path
     spec: RecipeFile
+    #: the line of each key path in the file, so later stages name ``file:line``
+    lines: Mapping[tuple[str | int, ...], int] = field(default_factory=dict, repr=False)
+
+    def location(self, key_path: Sequence[str | int]) -> SourceLocation:
+        """Where ``key_path`` (or its nearest ancestor with a line) is written."""
+        parts = tuple(key_path)
+        line = None
+        for end in range(len(parts), -1, -1):
+            line = self.lines.get(parts[:end])
+            if line is not None:
+                break
+        return SourceLocation(str(self.path), line=line, key_path=format_key_path(parts) or None)
 
 
 def _refuse_escaping_symlink(root: Path, path: Path, shown: str) -> None:
@@ -365,7 +394,48 @@ def _first_refused(args: list[str], message: str) -> int | None:
 def load_recipe(root: RecipesRoot, ref: str | Path) -> Recipe:
     """Load and validate one model recipe (see :func:`resolve_recipe_path` for ``ref``)."""
     file = resolve_recipe_path(root, ref)
+    _refuse_oversized(file, str(file))
     loaded = _load_mapping(file, str(file), root.path)
+    _refuse_too_many(loaded)
     spec = validate_yaml(RecipeFile, loaded)
     check_recipe_spec(spec, loaded)
-    return Recipe(hf_id=recipe_identity(root, file, spec), path=file, spec=spec)
+    return Recipe(hf_id=recipe_identity(root, file, spec), path=file, spec=spec, lines=loaded.lines)
+
+
+def _refuse_oversized(file: Path, shown: str) -> None:
+    """A recipe file over :data:`MAX_RECIPE_BYTES`, refused before it is read (no line:
+    the whole file is the problem). Anything that cannot be stat'ed is left to the
+    loader, which names it."""
+    try:
+        size = file.stat().st_size if file.is_file() else 0
+    except OSError:
+        return
+    if size > MAX_RECIPE_BYTES:
+        raise InputError(
+            f"recipe file is {size} bytes, over the limit of {MAX_RECIPE_BYTES} "
+            "(loader.MAX_RECIPE_BYTES; the largest real recipe is 58448)",
+            path=shown,
+        )
+
+
+def _refuse_too_many(loaded: LoadedYaml) -> None:
+    """More variants, features or modes of one feature than the limits (module top)."""
+    data = loaded.data
+    counted: list[tuple[tuple[str | int, ...], object, int, str]] = [
+        (("variants",), data.get("variants"), MAX_VARIANTS, "variants"),
+        (("features",), data.get("features"), MAX_FEATURES, "features"),
+    ]
+    features = data.get("features")
+    if isinstance(features, dict):
+        counted += [
+            (("features", name, "modes"), feature.get("modes"), MAX_MODES, "modes")
+            for name, feature in features.items()
+            if isinstance(feature, dict)
+        ]
+    for key_path, value, limit, what in counted:
+        if isinstance(value, dict) and len(value) > limit:
+            raise InputError(
+                f"{len(value)} {what}, over the limit of {limit} "
+                f"(loader.MAX_{what.upper()}; docs/security.md gives the real maxima)",
+                location=loaded.location(key_path),
+            )
