@@ -39,10 +39,19 @@ from provenance.errors import (
     EXIT_NETWORK,
     EXIT_OK,
     EXIT_USAGE,
+    EXIT_WRITE,
 )
 
 EXAMPLES = int(os.environ.get("PROVENANCE_FUZZ_CLI_EXAMPLES", "25"))
-DOCUMENTED = {EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_INPUT, EXIT_INTEGRITY, EXIT_NETWORK}
+DOCUMENTED = {
+    EXIT_OK,
+    EXIT_GATE,
+    EXIT_USAGE,
+    EXIT_INPUT,
+    EXIT_INTEGRITY,
+    EXIT_NETWORK,
+    EXIT_WRITE,
+}
 #: options whose value the harness fixes (so that nothing is written outside the sandbox)
 FORCED = ("--ledger", "--evidence", "--output", "--recipes-root")
 RUNS: Counter[str] = Counter()

@@ -26,6 +26,7 @@ from sec_fixtures import reduced_recipes_root, run_provenance, toy_repo, tree_st
 
 from provenance.cli.main import cli
 from provenance.errors import EXIT_OK, EXIT_WRITE
+from provenance.store.record_index import update_index
 
 Mount = Callable[[str, str], Path]
 NARROW = ["--variant", "nvfp4", "--hardware", "b300", "--strategy", "single_node_tp"]
@@ -170,3 +171,25 @@ def test_standard_output_on_a_full_disk(tmp_path: Path, tmpfs: Mount) -> None:
         )
     assert done.returncode == EXIT_WRITE, done.stderr
     _one_line(done.stderr, "standard output", "No space left on device")
+
+
+def test_verify_of_a_read_only_store_with_a_stale_index(tmp_path: Path, tmpfs: Mount) -> None:
+    """An index left stale by a killed ingest, on a read-only file system: verify cannot
+    rewrite it and says that audits rebuild it; both pass, nothing is written."""
+    mounted = tmpfs("store-fs", "size=1m")
+    workspace = new_workspace(mounted)
+    old = [workspace.store.put(make_record(i))[0] for i in range(2)]
+    workspace.ledger.write_entry(make_entry(tuple(old)))
+    update_index(workspace.store, [])
+    workspace.store.put(make_record(5))  # then the ingest was killed
+    before = tree_state(mounted)
+    _remount(mounted, "ro")
+    dirs = ["--ledger", str(workspace.ledger_root), "--evidence", str(workspace.evidence_root)]
+    result = CliRunner().invoke(cli, ["verify", *dirs])
+    assert result.exit_code == EXIT_OK, result.output
+    notes = [line for line in result.output.splitlines() if "index was stale" in line]
+    assert len(notes) == 1 and "audits rebuild it in memory" in notes[0], result.output
+    audit = _audit(tmp_path, "--format", "json", *dirs)
+    assert audit.exit_code == EXIT_OK, audit.output
+    assert "rebuilt in memory" in audit.stderr
+    assert tree_state(mounted) == before
