@@ -72,6 +72,8 @@ HOSTILE = [
 ALLOWED_TAGS = {
     "h2", "h3", "h4", "p", "ul", "ol", "li", "table", "thead", "tbody", "tr", "th", "td",
     "code", "strong", "em", "br", "blockquote", "a",
+    # the PR comment folds what does not block (its own fixed tags, never a value's)
+    "details", "summary",
 }  # fmt: skip
 INNOCENT = "innocent"
 ALIGN = re.compile(r"text-align:(left|right|center)")

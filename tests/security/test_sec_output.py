@@ -184,6 +184,10 @@ def _prose(markdown: str) -> str:
     return re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", markdown)
 
 
+#: the lines provenance's own markdown folds what does not block with
+OWN_FOLD = re.compile(r"<details><summary>[^<>@`]*</summary>|</details>")
+
+
 @pytest.mark.parametrize("name", ["audit-markdown", "cite", "diff-markdown"])
 def test_markdown_is_inert(outputs: Outputs, name: str) -> None:
     text = outputs.markdown[name]
@@ -192,6 +196,8 @@ def test_markdown_is_inert(outputs: Outputs, name: str) -> None:
     for raw in ("<img", "<script", "<b>", "@everyone", "@octocat", "@here"):
         assert raw not in prose, (name, raw)
     for line in text.splitlines():
+        if OWN_FOLD.fullmatch(line):
+            continue  # the comment's own folding tags; their text is escaped numbers
         assert not line.startswith(("next", "## h", "<")), (name, line)
 
 

@@ -200,7 +200,7 @@ def test_pr682_comment_opens_with_the_verdict_and_lists_regressions_first(
     args = tuple(pr682_repo.get(a[1:-1], a) if a.startswith("{") else a for a in PR)
     titles = (
         "Regressed: was recommended, now guide",
-        "New verified claim no recommended combination backs",
+        "New verified claim inside InferenceX coverage that no recommended combination",
         "New major flag or value no in",
     )
     for fmt, verdict in (

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from provenance.audit.verdicts import Claim, SelectionSet
+from provenance.escaping import html_text, markdown_code, markdown_inline, terminal
 from provenance.escaping import markdown_cell_code as cell_code
-from provenance.escaping import markdown_code, markdown_inline, terminal
 from provenance.model.reasons import VerdictKind
 from provenance.report.grouping import reason_label
 from provenance.review.diff import (
@@ -384,6 +384,43 @@ def verdict_line(diff: DiffReport, groups: Iterable[BlockGroup]) -> str:
     return f"gate: FAIL — {'; '.join(parts)}{tail}"
 
 
+#: recipes a markdown report names inline; more are folded
+MAX_INLINE_RECIPES = 5
+
+#: what resolves each blocking category, in the order of :data:`SECTION_ORDER`
+RESOLUTION = {
+    "regressed-verdict": (
+        "regressed: restore what the recommended combinations ran, or cite the validated "
+        "InferenceX run of the new flags"
+    ),
+    "new-claim": (
+        "claims inside InferenceX coverage: align the recipe with the run on that hardware "
+        "(`provenance explain` shows the difference), drop the `verified` mark, or ask a "
+        "maintainer to acknowledge it in ledger/declarations.yaml"
+    ),
+    "new-unevidenced-flag": (
+        "new unevidenced flags: scope each flag to where InferenceX ran it (`provenance "
+        "suggest RECIPE` finds the edit and proves it), cite a validated InferenceX run that "
+        "sets it, or ask a maintainer to declare the cells guide-only"
+    ),
+    "new-guide-only": (
+        "new guide-only combinations: the same, for the flags those combinations newly carry"
+    ),
+}
+
+
+def what_to_do(diff: DiffReport, groups: Iterable[BlockGroup]) -> list[str]:
+    """One line per blocking category present (and per invalid recipe): how to resolve it
+    (plain text: escape it to render); empty when the gate passes."""
+    if diff.gate.passed:
+        return []
+    counts = category_counts(diff, groups)
+    lines = [RESOLUTION[c] for c in SECTION_ORDER if counts[c]]
+    if diff.errors:
+        lines.insert(0, "invalid recipes: fix each file at the line named above")
+    return lines
+
+
 def notice_sections(diff: DiffReport) -> list[tuple[str, list[str]]]:
     """(title, lines) of what comes right after the verdict line, those there are (plain
     text: escape it to render): the judging files the PR changes (a maintainer's review;
@@ -564,12 +601,21 @@ def write_markdown(diff: DiffReport, out: TextIO) -> None:
         w(f"**{markdown_inline(title)}:**\n\n")
         w("".join(f"- {markdown_code(line)}\n" for line in located))
         w("\n")
+    todo = what_to_do(diff, groups)
+    if todo:
+        w("**What to do:**\n\n")
+        w("".join(f"- {markdown_inline(line)}\n" for line in todo))
+        w("\n")
     recipes = ", ".join(markdown_code(r) for r in diff.recipes) or "none"
+    if len(diff.recipes) > MAX_INLINE_RECIPES:
+        recipes = (
+            f"<details><summary>{len(diff.recipes)} recipes</summary>\n\n{recipes}\n\n</details>\n"
+        )
     w(
         f"provenance PR audit {markdown_code(diff.base)} → {markdown_code(diff.head)}; "
-        f"recipes: {recipes}; combinations {s.base_combinations} → {s.head_combinations} "
+        f"combinations {s.base_combinations} → {s.head_combinations} "
         f"(new {s.new}, removed {s.removed}, verdict changed {s.verdict_changed}, flags "
-        f"changed {s.flags_changed})\n"
+        f"changed {s.flags_changed}); recipes: {recipes}\n"
     )
     if groups or diff.claims:
         w("\n#### Blocking\n")
@@ -588,6 +634,7 @@ def write_markdown(diff: DiffReport, out: TextIO) -> None:
             else:
                 _md_group(md, diff, number, group)
     improved = _info(diff.changes, _improved)
+    w(f"\n<details><summary>{html_text(_folded_summary(diff, improved))}</summary>\n")
     w("\n#### Improved\n")
     if improved:
         _md_info_table(md, diff, "Now recommended", "change", improved, _RESERVE_IMPROVED)
@@ -641,7 +688,22 @@ def write_markdown(diff: DiffReport, out: TextIO) -> None:
             )
         _md_rows(md, lines, MAX_LENS_ROWS, _RESERVE_INFO, _md_more(diff, "lens row(s)"))
     _md_tuning(md, diff)
+    w("\n</details>\n")
     out.write("".join(md.parts))
+
+
+def _folded_summary(diff: DiffReport, improved: list[tuple[tuple[str, str, str], InfoRow]]) -> str:
+    """The one line a reader sees of what the markdown folds (nothing of it blocks)."""
+    parts = [
+        f"{sum(r.count for _, r in improved)} now recommended",
+        f"{diff.gate.unbenchmarked} unbenchmarked",
+    ]
+    if diff.gate.declared:
+        parts.append(f"{diff.gate.declared} declared")
+    if diff.claims_reported:
+        parts.append(f"{len(diff.claims_reported)} claim(s) reported")
+    parts.append(f"{len(diff.lens)} flag(s) in the lens, {len(diff.tuning)} tuning flag(s)")
+    return "Not blocking: " + ", ".join(parts)
 
 
 def _md_tuning(out: _Budget, diff: DiffReport) -> None:
@@ -703,8 +765,17 @@ def write_text(diff: DiffReport, out: TextIO) -> None:
     for title, located in notice_sections(diff):
         w(f"{terminal(title)}:\n")
         w("".join(f"  {terminal(line)}\n" for line in located))
+    todo = what_to_do(diff, groups)
+    if todo:
+        w("what to do:\n" + "".join(f"  - {terminal(line)}\n" for line in todo))
     w(f"PR audit {terminal(diff.base)} -> {terminal(diff.head)}\n")
-    w(f"recipes: {', '.join(terminal(r) for r in diff.recipes) or 'none changed'}\n")
+    names = [terminal(r) for r in diff.recipes]
+    if len(names) > MAX_INLINE_RECIPES:
+        shown = ", ".join(names[:MAX_INLINE_RECIPES])
+        left = len(names) - MAX_INLINE_RECIPES
+        w(f"recipes ({len(names)}): {shown}, … {left} more ({terminal(json_command(diff))})\n")
+    else:
+        w(f"recipes: {', '.join(names) or 'none changed'}\n")
     w(
         f"combinations: {s.base_combinations} -> {s.head_combinations}; new {s.new}, "
         f"removed {s.removed}, verdict changed {s.verdict_changed}, "

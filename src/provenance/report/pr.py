@@ -13,7 +13,7 @@ from typing import TextIO
 
 from provenance.errors import EXIT_GATE, EXIT_INPUT, EXIT_OK
 from provenance.escaping import markdown_inline, terminal
-from provenance.report.diff import write_json, write_markdown, write_text
+from provenance.report.diff import MAX_INLINE_RECIPES, write_json, write_markdown, write_text
 from provenance.report.pr_html import no_evidence_line
 from provenance.review.pr_audit import PrAuditResult
 
@@ -28,7 +28,14 @@ def write_pr_audit(result: PrAuditResult, fmt: str, out: TextIO) -> None:
         if ledger:
             out.write(f"\nEvidence: {markdown_inline(ledger)}.\n")
         if diff.no_evidence:
-            out.write(f"\n**{markdown_inline(no_evidence_line(diff))}**\n")
+            line = markdown_inline(no_evidence_line(diff))
+            if len(diff.no_evidence) > MAX_INLINE_RECIPES:
+                out.write(
+                    f"\n<details><summary>No InferenceX evidence for "
+                    f"{len(diff.no_evidence)} recipe(s)</summary>\n\n{line}\n\n</details>\n"
+                )
+            else:
+                out.write(f"\n**{line}**\n")
     elif fmt == "text":
         write_text(diff, out)
         if ledger:
