@@ -443,12 +443,11 @@ def summarize(rows: Iterable[Mapping[str, str]]) -> Summary:
     return summary
 
 
-def _spread(values: Sequence[float], unit: str, *, p90: bool = True) -> str:
-    parts = [f"median {statistics.median(values):.2f}"]
-    if p90:
-        parts.append(f"p90 {percentile(values, 0.9):.2f}")
-    parts.append(f"max {max(values):.2f} {unit}")
-    return ", ".join(parts)
+def _spread(values: Sequence[float], unit: str) -> str:
+    return (
+        f"median {statistics.median(values):.2f}, p90 {percentile(values, 0.9):.2f}, "
+        f"max {max(values):.2f} {unit}"
+    )
 
 
 def format_summary(summary: Summary) -> str:
@@ -471,7 +470,7 @@ def format_summary(summary: Summary) -> str:
     lines += [
         f"cpu (user+sys): {_spread(summary.cpu, 's')}; total {sum(summary.cpu):.0f} s",
         f"wall: {_spread(summary.wall, 's')}; total {sum(summary.wall):.0f} s",
-        f"peak RSS: {_spread(summary.peak, 'MB', p90=False)}",
+        f"peak RSS: {_spread(summary.peak, 'MB')}",
         f"JSON report: max {summary.json_max / 1e6:.1f} MB, "
         f"{summary.json_large} over {LARGE_JSON / 1e6:.0f} MB",
         "block rate per month (blocked / commits):",

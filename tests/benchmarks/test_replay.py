@@ -365,7 +365,7 @@ def test_summary_counts_outcomes_categories_and_spreads(replay: ModuleType) -> N
     text = replay.format_summary(summary)
     assert "commits 6: pass 1, block 3, error 2; block 50.0% of all, 75.0% of gate" in text
     assert "cpu (user+sys): median 3.50, p90 10.00, max 10.00 s" in text
-    assert "peak RSS: median 60.00, max 300.00 MB" in text
+    assert "peak RSS: median 60.00, p90 300.00, max 300.00 MB" in text
     assert "JSON report: max 20.0 MB, 2 over 10 MB" in text
     assert "error: e exit 3: invalid input: taxonomy.yaml" in text
 
