@@ -69,8 +69,25 @@ DEFAULTS: list[tuple[str, FlagClass]] = [
     ("env:VLLM_FLASHINFER_ALLREDUCE_BACKEND", TUNING),
     ("host", HARNESS),
     ("port", HARNESS),
-    ("kv_transfer_config.kv_connector", HARNESS),
-    ("kv_transfer_config.kv_connector_extra_config.connectors", HARNESS),
+    # KV connectors change what is served: every kv_transfer_config key is major but for
+    # its addresses, names, role and failure handling.
+    ("kv_transfer_config.kv_connector", MAJOR),
+    ("kv_transfer_config.kv_connector_extra_config.connectors", MAJOR),
+    ("kv_transfer_config.kv_connector_extra_config.cpu_bytes_to_use", MAJOR),
+    ("kv_transfer_config.kv_connector_extra_config.some_future_knob", MAJOR),
+    ("kv_transfer_config", MAJOR),
+    ("kv_offloading_backend", MAJOR),
+    ("kv_offloading_size", MAJOR),
+    ("env:LMCACHE_CHUNK_SIZE", MAJOR),
+    ("load_format", MAJOR),
+    ("kv_transfer_config.kv_role", HARNESS),
+    ("kv_transfer_config.kv_port", HARNESS),
+    ("kv_transfer_config.engine_id", HARNESS),
+    ("kv_transfer_config.kv_load_failure_policy", HARNESS),
+    ('kv_transfer_config.kv_connector_extra_config."lmcache.mp.port"', HARNESS),
+    ("kv_transfer_config.kv_connector_extra_config.proxy_ping_port", HARNESS),
+    ("kv_events_config.enable_kv_cache_events", HARNESS),
+    ("safetensors_load_strategy", HARNESS),
     ("data_parallel_rpc_port", HARNESS),
     ("data_parallel_hybrid_lb", HARNESS),
     ("data_parallel_address", HARNESS),
@@ -204,7 +221,7 @@ def test_pyproject_override_canonicalises_spelling(tmp_path: Path) -> None:
     policy = load_policy(tmp_path)
     assert policy.classify("max_num_seqs") is MAJOR
     assert policy.classify("kv_transfer_config.kv_role") is MAJOR
-    assert policy.classify("kv_transfer_config.kv_connector") is HARNESS
+    assert policy.classify("kv_transfer_config.kv_port") is HARNESS  # untouched default
 
 
 BAD_CONFIGS: list[tuple[str, str, str, str]] = [

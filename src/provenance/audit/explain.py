@@ -3,7 +3,10 @@
 Steps, in the order the audit takes them:
 
 1. the rendered argv and env of every process (recipe engine);
-2. each evidence role's normalised major flags (flags layer + policy);
+2. each evidence role's normalised major flags (flags layer + policy), and every key
+   present on either side that was *not* compared — tuning, harness or functional by
+   the policy, or major but inert in the role's context — so nothing is ignored
+   silently;
 3. the scope: checkpoint, hardware, deployment kind and the evidence points in it;
 4. every candidate evidence point: per role, what differs (recipe-only,
    evidence-only, changed values), whether the role shape matches, whether it
@@ -18,7 +21,8 @@ rather than explained.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,9 +34,12 @@ from provenance.audit.tally import Tally
 from provenance.audit.verdicts import EvidenceRef, NearestEvidence, Reason, RoleFlags
 from provenance.audit.walks.selections import SelectionWalk
 from provenance.model.combination import RenderResult, RoleCommand, Selection
+from provenance.model.flags import FlagSet
 from provenance.model.ledger import Declarations
 from provenance.model.reasons import VerdictKind
 from provenance.model.scope import (
+    EVIDENCE_ROLE,
+    ROLE_ORDER,
     recipe_role_shape,
     record_role_shape,
     shape_matches,
@@ -55,6 +62,28 @@ class RoleDifference(BaseModel):
     @property
     def exact(self) -> bool:
         return not (self.only_recipe or self.only_evidence or self.changed)
+
+
+#: The class a major key is reported under when a context rule makes it inert.
+INERT_CLASS = "major, inert in this role"
+
+
+class NotCompared(BaseModel):
+    """A key the verdict did not compare: present in the recipe's processes of ``role``
+    or in an in-scope evidence point's ``role``, and not a major flag there (its policy
+    class, or :data:`INERT_CLASS`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    role: str
+    key: str
+    cls: str = Field(alias="class")
+    #: the distinct values the recipe's processes of ``role`` give it (empty: not set)
+    recipe: tuple[str, ...] = ()
+    #: the distinct values of the in-scope evidence points that set it
+    evidence: tuple[str, ...] = ()
+    #: how many in-scope evidence points set it
+    evidence_points: int = 0
 
 
 class CandidateEvidence(BaseModel):
@@ -91,6 +120,61 @@ class Explanation(BaseModel):
     evidence: tuple[EvidenceRef, ...]
     declared_by: str | None = None
     nearest_overall: tuple[NearestEvidence, ...] = ()
+    not_compared: tuple[NotCompared, ...] = ()
+
+
+def _ignored(flags: FlagSet, role: str, normaliser: RoleNormaliser) -> dict[str, str]:
+    """Key → class of every key of ``flags`` (one process of ``role``, all its flags) that
+    its comparison leaves out: not major, or major but inert in the role's context (the
+    compared flags are the same without it)."""
+    ignored = {k: normaliser.classify(k) for k in flags if normaliser.classify(k) != "major"}
+    major = normaliser.major(flags)
+    compared = normaliser.in_context(major, role)
+    for key in major:
+        if normaliser.in_context(major.without([key]), role) == compared:
+            ignored[key] = INERT_CLASS
+    return ignored
+
+
+def not_compared(
+    commands: Iterable[RoleCommand],
+    evidence: Iterable[Mapping[str, FlagSet]],
+    normaliser: RoleNormaliser,
+) -> tuple[NotCompared, ...]:
+    """Every key present on either side (the recipe's processes, the in-scope evidence
+    points' roles) that no comparison of the combination used, per evidence role."""
+    from provenance.normalise.canonical import normalise_argv
+
+    classes: dict[tuple[str, str], str] = {}
+    recipe: dict[tuple[str, str], set[str]] = defaultdict(set)
+    found: dict[tuple[str, str], set[str]] = defaultdict(set)
+    points: dict[tuple[str, str], int] = defaultdict(int)
+    for command in commands:
+        if command.argv is None:
+            continue
+        role = EVIDENCE_ROLE.get(command.role, command.role)
+        flags = normalise_argv(command.argv, command.env).flags
+        for key, cls in _ignored(flags, role, normaliser).items():
+            classes.setdefault((role, key), cls)
+            recipe[role, key].add(flags[key])
+    for roles in evidence:
+        for role, flags in roles.items():
+            for key, cls in _ignored(flags, role, normaliser).items():
+                classes.setdefault((role, key), cls)
+                found[role, key].add(flags[key])
+                points[role, key] += 1
+    ordered = sorted(classes, key=lambda rk: (ROLE_ORDER.get(rk[0], 9), rk[0], rk[1]))
+    return tuple(
+        NotCompared(
+            role=role,
+            key=key,
+            cls=classes[role, key],
+            recipe=tuple(sorted(recipe.get((role, key), ()))),
+            evidence=tuple(sorted(found.get((role, key), ()))),
+            evidence_points=points.get((role, key), 0),
+        )
+        for role, key in ordered
+    )
 
 
 def explain(
@@ -117,7 +201,8 @@ def explain(
     )
     shape = recipe_role_shape(key.kind, key.node_count)
     candidates = []
-    for record in judge.candidates(key.model_id, key.hardware, key.kind):
+    in_scope = judge.candidates(key.model_id, key.hardware, key.kind)
+    for record in in_scope:
         differences = []
         for role, flagsets in key.roles:
             evidence_shape = record_role_shape(record.record.topology, role)
@@ -196,4 +281,7 @@ def explain(
         evidence=outcome.evidence,
         declared_by=declared,
         nearest_overall=outcome.nearest_overall,
+        not_compared=not_compared(
+            result.roles, [record.record.roles for record in in_scope], normaliser
+        ),
     )

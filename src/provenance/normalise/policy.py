@@ -3,7 +3,7 @@
 ``major`` flags define what is served (checkpoint, parallelism, precision,
 kernels, speculative decoding) and must each be matched by benchmark
 evidence; ``tuning`` flags are per-point InferenceX tuning; ``harness`` flags
-are plumbing (ports, hosts, KV transfer, NCCL/UCX env); ``functional`` flags
+are plumbing (ports, hosts, placement, logging, NCCL/UCX env); ``functional`` flags
 change behaviour, not performance (parsers, chat templates). A key no rule
 names is ``major``: an unclassified flag is never silently ignored.
 
@@ -163,9 +163,41 @@ _ENV_CLIENT = (
 )
 _ENV_STORAGE = (
     "weight and data loading from storage ({}): where bytes come from, not what is served "
-    "(spec §7: harness, like HF_* and load_format)"
+    "(spec §7: harness, like HF_*)"
 )
 _S7_CATCH_ALL = "spec §7 catch-all ('other flags that materially change ... its throughput')"
+_CHANGES = _S7_CATCH_ALL + ": "
+_LOAD_FORMAT = (
+    _CHANGES + "the format decides which weights are loaded (dummy = random weights; "
+    "bitsandbytes, gguf = quantised), not only where bytes come from (was harness)"
+)
+_KV_CONNECTOR = (
+    _CHANGES + "the KV connector and its settings decide where the KV cache lives and moves "
+    "(CPU/filesystem offload tiers and their sizes, PD transfer, LMCache, Mooncake store), so "
+    "prefix hits and throughput differ (was harness)"
+)
+_KV_OFFLOAD = (
+    _CHANGES + "vLLM's {} (CacheConfig) picks the KV offload tier and its size, the shorthand "
+    "for an offloading kv_transfer_config"
+)
+_KV_LMCACHE = (
+    _CHANGES + "LMCache's environment configures its KV tiers (chunk size, local CPU/disk "
+    "sizes, remote backend), like kv_transfer_config"
+)
+_KV_EXTRA = "kv_transfer_config.kv_connector_extra_config."
+_KV_PLUMBING = (
+    "spec §7: harness/plumbing inside kv_transfer_config ({}): how to reach the connector, "
+    "not what it caches"
+)
+_KV_ROLE = (
+    "spec §7: harness/plumbing inside kv_transfer_config: the transfer direction of a PD "
+    "worker; the connector (major) decides the path, and NixlConnector reads no role "
+    "(recipes write kv_producer/kv_consumer where InferenceX writes kv_both)"
+)
+_KV_FAILURE = (
+    "spec §7: harness/plumbing inside kv_transfer_config: what to do when a KV transfer fails "
+    "(recompute or fail); a benchmark run whose transfers succeed is unchanged"
+)
 _RECIPES_S4 = (
     "recipes-builder-spec §4 step 6: env the builder emits per PD pool / multi-node rendezvous "
     "(placement plumbing, like NCCL_SOCKET_IFNAME)"
@@ -246,6 +278,12 @@ DEFAULT_RULES: tuple[PolicyRule, ...] = _rules(
         ("env:NCCL_ALGO", MAJOR, _ENV_KERNEL.format("NCCL collective algorithm")),
         ("env:NCCL_PROTO", MAJOR, _ENV_KERNEL.format("NCCL collective protocol")),
         ("cpu_offload_gb", MAJOR, _S7_CATCH_ALL + ": weights offloaded to CPU memory"),
+        ("kv_transfer_config", MAJOR, _KV_CONNECTOR),
+        ("kv_transfer_config.*", MAJOR, _KV_CONNECTOR),
+        ("kv_offloading_backend", MAJOR, _KV_OFFLOAD.format("--kv-offloading-backend")),
+        ("kv_offloading_size", MAJOR, _KV_OFFLOAD.format("--kv-offloading-size")),
+        ("env:LMCACHE_*", MAJOR, _KV_LMCACHE),
+        ("load_format", MAJOR, _LOAD_FORMAT),
         # --- tuning: InferenceX per-point tuning ----------------------------------
         ("max_num_seqs", TUNING, _S7_TUNING),
         ("max_num_batched_tokens", TUNING, _S7_TUNING),
@@ -285,8 +323,19 @@ DEFAULT_RULES: tuple[PolicyRule, ...] = _rules(
         ("host", HARNESS, _S7_HARNESS_EXPLICIT),
         ("port", HARNESS, _S7_HARNESS_EXPLICIT),
         ("served_model_name", HARNESS, _S7_HARNESS),
-        ("kv_transfer_config", HARNESS, _S7_HARNESS),
-        ("kv_transfer_config.*", HARNESS, _S7_HARNESS),
+        # KV connectors (offload tiers, PD transfer, LMCache, Mooncake store) change what
+        # is served, so ``kv_transfer_config.*`` is major (above); only its addresses,
+        # names and failure handling are plumbing.
+        ("kv_transfer_config.kv_role", HARNESS, _KV_ROLE),
+        ("kv_transfer_config.kv_ip", HARNESS, _KV_PLUMBING.format("rendezvous address")),
+        ("kv_transfer_config.kv_port", HARNESS, _KV_PLUMBING.format("rendezvous port")),
+        ("kv_transfer_config.engine_id", HARNESS, _KV_PLUMBING.format("engine identifier")),
+        ("kv_transfer_config.kv_load_failure_policy", HARNESS, _KV_FAILURE),
+        (_KV_EXTRA + "proxy_ip", HARNESS, _KV_PLUMBING.format("proxy address")),
+        (_KV_EXTRA + "proxy_ping_port", HARNESS, _KV_PLUMBING.format("proxy port")),
+        (_KV_EXTRA + "http_port", HARNESS, _KV_PLUMBING.format("HTTP port")),
+        (_KV_EXTRA + '"lmcache.mp.port"', HARNESS, _KV_PLUMBING.format("LMCache server port")),
+        (_KV_EXTRA + '"lmcache.mp.mq_timeout"', HARNESS, _KV_PLUMBING.format("LMCache timeout")),
         ("kv_events_config.*", HARNESS, _S7_HARNESS),
         ("data_parallel_rpc_port", HARNESS, _S7_HARNESS),
         ("data_parallel_hybrid_lb", HARNESS, _S7_HARNESS),
@@ -332,7 +381,6 @@ DEFAULT_RULES: tuple[PolicyRule, ...] = _rules(
         ("env:PYTHONUNBUFFERED", HARNESS, _S7_HARNESS),
         ("env:PYTHONNOUSERSITE", HARNESS, _S7_HARNESS + " (Python start-up; #2511 launchers)"),
         ("env:EVAL_FRAMEWORK", HARNESS, _S7_HARNESS + " (benchmark harness eval selector; #2511)"),
-        ("load_format", HARNESS, _S7_HARNESS + " (weight loading)"),
         ("safetensors_load_strategy", HARNESS, _ENV_STORAGE.format("safetensors loading")),
         ("env:AIPERF_*", HARNESS, _ENV_CLIENT.format("AIPerf, AIPERF_*")),
         (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from typing import TextIO
 
 from provenance.audit.explain import Explanation
@@ -21,6 +22,37 @@ def _reason_text(reason: Reason) -> str:
     sources = f" [{' '.join(cited)}]" if cited else ""
     detail = f" — {reason.detail}" if reason.detail else ""
     return reason_label(reason) + sources + detail
+
+
+#: Most distinct values of one side shown for a key that was not compared.
+MAX_VALUES = 3
+
+
+def _values(values: tuple[str, ...]) -> str:
+    shown = ", ".join(terminal(v) for v in values[:MAX_VALUES])
+    more = len(values) - MAX_VALUES
+    return shown + (f", … {more} more" if more > 0 else "")
+
+
+def _not_compared(explanation: Explanation, add: Callable[[str], None]) -> None:
+    """Every key on either side that the verdict did not compare, per role, so that an
+    ignored key (harness, tuning, functional, inert) is never silent."""
+    points = len(explanation.candidates)
+    add("   not compared (not major, or inert in the role; recipe value; evidence points):")
+    if not explanation.not_compared:
+        add("     (none: every key on both sides was compared)")
+    role = None
+    for item in explanation.not_compared:
+        if item.role != role:
+            role = item.role
+            add(f"   {terminal(role)}:")
+        recipe = f"recipe {_values(item.recipe)}" if item.recipe else "recipe unset"
+        evidence = (
+            f"{item.evidence_points} of {points} point(s): {_values(item.evidence)}"
+            if item.evidence_points
+            else f"0 of {points} point(s)"
+        )
+        add(f"     {terminal(item.key)} ({terminal(item.cls)}): {recipe}; evidence {evidence}")
 
 
 def write(explanation: Explanation, out: TextIO) -> None:
@@ -49,6 +81,7 @@ def write(explanation: Explanation, out: TextIO) -> None:
                 else "no in-scope evidence sets it"
             )
             add(f"     {terminal(flag.key)} = {terminal(flag.value)}   [{terminal(backing)}]")
+    _not_compared(explanation, add)
     add("")
     add(
         f"3. scope: checkpoint {terminal(explanation.checkpoint)}, hardware "
