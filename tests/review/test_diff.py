@@ -334,3 +334,27 @@ def test_json_reads_back_and_matches_the_published_schema() -> None:
     document = json.loads(text)
     assert document["schema"] == "provenance.diff/v3"
     jsonschema.validate(document, generate("diff"))
+
+
+def test_a_recipe_the_pr_fixes_is_reported_not_blocked() -> None:
+    """Invalid in the base, valid in the head: its combinations are all new, but they were
+    there before, broken; the PR cannot have made them worse (the one that broke the
+    recipe was the one to block). The same head against a base without the recipe blocks."""
+    from provenance.audit.verdicts import Claim, RecipeError
+
+    path = "models/MiniMaxAI/MiniMax-M3.yaml"
+    claim = Claim(recipe="MiniMaxAI/MiniMax-M3", hardware="h200", claim="verified", recommended=0)
+    head = report(entry(sel("nvfp4", "h200"), GUIDE, TP8 | INDEXER_UNBACKED)).model_copy(
+        update={"recipe_files": {"MiniMaxAI/MiniMax-M3": path}, "claims": (claim,)}
+    )
+    broken = report().model_copy(
+        update={"errors": (RecipeError(path=f"a:{path}", line=3, message="bad"),)}
+    )
+    diff = diff_reports(broken, head, base_label="a", head_label="b")
+    assert diff.gate.passed and diff.claims == () and diff.claims_reported == (claim,)
+    assert [(c.kind, c.blocking) for c in changes(diff)] == [("new", False)]
+    assert [e.path for e in diff.base_errors] == [f"a:{path}"]
+    # the control: added by the PR (no base error), the same head blocks twice over
+    added = diff_reports(report(), head, base_label="a", head_label="b")
+    assert not added.gate.passed and added.claims == (claim,)
+    assert [c.block_reason for c in changes(added)] == ["new-guide-only"]

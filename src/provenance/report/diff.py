@@ -309,12 +309,18 @@ def _claim_text(claim: Claim) -> str:
 #: the heading of the new claims the gate reports without blocking
 REPORTED_CLAIMS_TITLE = (
     "new verified claims reported, not blocking (outside InferenceX coverage: InferenceX "
-    "never ran the model there, so no evidence can back them; or declared)"
+    "never ran the model there, so no evidence can back them; declared; or of a recipe "
+    "the PR fixes)"
 )
 
 
 def _reported_claim_text(claim: Claim) -> str:
-    why = f"declared by {claim.declared_by}" if claim.declared_by else claim.coverage
+    if claim.declared_by:
+        why = f"declared by {claim.declared_by}"
+    elif claim.coverage == "outside-coverage":
+        why = claim.coverage
+    else:
+        why = "in-coverage, of a recipe invalid in the base"
     return f"{_claim_text(claim)} [{why}]"
 
 
@@ -361,6 +367,7 @@ def verdict_line(diff: DiffReport, groups: Iterable[BlockGroup]) -> str:
         )
     if gate.declared:
         not_blocking.append(f"{gate.declared} declared guide-only")
+    declared = sum(1 for c in diff.claims_reported if c.declared_by)
     outside = sum(
         1 for c in diff.claims_reported if c.coverage == "outside-coverage" and not c.declared_by
     )
@@ -368,8 +375,13 @@ def verdict_line(diff: DiffReport, groups: Iterable[BlockGroup]) -> str:
         not_blocking.append(
             f"{outside} new claim(s) outside InferenceX coverage (no evidence can exist)"
         )
-    if gate.claims_reported - outside:
-        not_blocking.append(f"{gate.claims_reported - outside} declared claim(s)")
+    if declared:
+        not_blocking.append(f"{declared} declared claim(s)")
+    if gate.claims_reported - outside - declared:
+        not_blocking.append(
+            f"{gate.claims_reported - outside - declared} claim(s) inside InferenceX coverage "
+            "of recipes the PR fixes"
+        )
     tail = f"; reported, not blocking: {', '.join(not_blocking)}" if not_blocking else ""
     if gate.passed:
         return (
@@ -449,7 +461,8 @@ def notice_sections(diff: DiffReport) -> list[tuple[str, list[str]]]:
         out.append(
             (
                 f"notice: {len(diff.base_errors)} recipe(s) invalid in the base, not audited "
-                "there (the head's combinations of those the PR fixes count as new)",
+                "there (the head's combinations of those the PR fixes count as new, and are "
+                "reported, not blocked: the base cannot be compared)",
                 [e.located() for e in diff.base_errors],
             )
         )

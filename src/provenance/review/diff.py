@@ -776,7 +776,14 @@ def diff_reports(
     head_entries = head.verdicts if head is not None else ()
     differ = _Differ(base_entries, head_entries, base_as_head)
     groups, base_count, head_count = differ.run()
-    groups = [g for g in groups if g.combinations]
+    fixed = fixed_recipes(base, head, base_label)
+    groups = [
+        g.model_copy(update={"blocking": False, "block_reason": None})
+        if g.recipe in fixed and g.blocking
+        else g
+        for g in groups
+        if g.combinations
+    ]
     groups.sort(key=_change_order)
     lens = _lens(head_entries, differ.lens())
     blocked = sum(g.combinations for g in groups if g.blocking)
@@ -784,7 +791,11 @@ def diff_reports(
     claims: list[Claim] = []
     claims_reported: list[Claim] = []
     for claim in new_claims(base, head, base_as_head):
-        blocks = claim.coverage == "in-coverage" and claim.declared_by is None
+        blocks = (
+            claim.coverage == "in-coverage"
+            and claim.declared_by is None
+            and claim.recipe not in fixed
+        )
         (claims if blocks else claims_reported).append(claim)
     declared = sum(
         g.combinations for g in groups if g.declared_by and g.head_verdict is VerdictKind.GUIDE_ONLY
@@ -829,6 +840,21 @@ def diff_reports(
         base_errors=tuple(
             e for e in (base.errors if base is not None else ()) if not _same_error(e, unchanged)
         ),
+    )
+
+
+def fixed_recipes(
+    base: AuditReport | None, head: AuditReport | None, base_label: str
+) -> frozenset[str]:
+    """The recipes of the head that did not load in the base (``<base>:<path>`` among the
+    base's errors): the PR fixes them. Their head combinations are all ``new`` but were
+    there before, broken, so the gate cannot say the PR made them worse: they and their
+    claims are reported, not blocked (the PR that broke the recipe was the one to block)."""
+    if base is None or head is None or not base.errors:
+        return frozenset()
+    broken = {error.path for error in base.errors}
+    return frozenset(
+        recipe for recipe, path in head.recipe_files.items() if f"{base_label}:{path}" in broken
     )
 
 
