@@ -1,0 +1,141 @@
+"""``action.yml`` on pull requests that try to relax their own gate, run the way GitHub
+runs it (see ``test_action_steps.py``): the package installed non-editable by the
+Action's own steps, a recipes repository built here.
+
+Each PR is the #682 replay (a PR that fails the gate) plus one of:
+
+* a ``provenance.toml`` that classes the flag #682 adds as tuning;
+* the same policy as ``pyproject.toml`` ``[tool.provenance]``, with an alias;
+* a ``provenance-declarations.yaml`` that declares every combination guide-only;
+* a filter typo in ``extra-args`` (``--variant fp9``), which once audited nothing.
+
+None of them changes the gate's result; each judging-file change is shown, in the job
+summary, for a maintainer's review."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from composite_action import ActionRun, run_composite_action
+from recipes_history import HISTORY, PR682_BASE, PR682_HEAD
+from shipped_support import base_env, make_venv, recipes_repo
+
+pytestmark = [pytest.mark.shipped, pytest.mark.slow, pytest.mark.corpus]
+
+INDEXER = "attention_config.indexer_kv_dtype"
+RELAXING = {
+    "provenance.toml": f'[policy]\n"{INDEXER}" = "tuning"\n',
+    "pyproject.toml": (
+        '[project]\nname = "recipes"\n\n[tool.provenance.policy]\n'
+        f'"{INDEXER}" = "tuning"\n\n[tool.provenance.aliases]\n'
+        '"attention_config.indexer_kv_dtype" = "kv_cache_dtype"\n'
+    ),
+    "provenance-declarations.yaml": (
+        "schema: provenance.ledger.declarations/v1\n"
+        "declarations:\n"
+        "- id: everything-is-fine\n"
+        "  match: {}\n"
+        "  reason: the PR says so\n"
+        "  date: 2026-12-05\n"
+    ),
+}
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {
+        **base_env(),
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+        "GIT_AUTHOR_DATE": "1785000000 +0000",
+        "GIT_COMMITTER_DATE": "1785000000 +0000",
+    }
+    done = subprocess.run(
+        ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
+    )
+    return done.stdout.strip()
+
+
+def _pr(root: Path, files: dict[str, str]) -> tuple[Path, str, str]:
+    if not HISTORY.is_dir():
+        pytest.skip("needs ../shared/corpus/recipes-history")
+    repo, (base, _) = recipes_repo(
+        root / "recipes",
+        [
+            ("MiniMax-M3 as of recipes #672", (HISTORY / PR682_BASE).read_text("utf-8")),
+            ("MiniMax-M3 as of recipes #682", (HISTORY / PR682_HEAD).read_text("utf-8")),
+        ],
+    )
+    for rel, text in files.items():
+        (repo / rel).write_text(text, encoding="utf-8")
+    if files:
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-q", "-m", "#682, and a gate of its own")
+    return repo, base, _git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture(scope="module")
+def setup_python_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_venv(tmp_path_factory.mktemp("setup-python") / "venv")
+
+
+def _action(
+    repo: Path, base: str, head: str, checkout: Path, bin_dir: Path, tmp: Path, **inputs: str
+) -> ActionRun:
+    event = {
+        "action": "synchronize",
+        "number": 682,
+        "pull_request": {"number": 682, "base": {"sha": base}, "head": {"sha": head}},
+        "repository": {"full_name": "vllm-project/recipes"},
+    }
+    return run_composite_action(
+        checkout,
+        inputs=inputs,
+        event=event,
+        workspace=repo,
+        runner_temp=tmp / "runner-temp",
+        env=base_env(bin_dir),
+        repository="vllm-project/recipes",
+    )
+
+
+def test_the_682_replay_fails_the_gate_without_help(
+    tmp_path: Path, checkout: Path, setup_python_bin: Path
+) -> None:
+    # the control: what every case below must still give
+    repo, base, head = _pr(tmp_path, {})
+    run = _action(repo, base, head, checkout, setup_python_bin, tmp_path)
+    assert run.outputs["exit-code"] == "1" and run.failed
+    assert run.summary.startswith("**gate: FAIL")
+    assert "needs a maintainer" not in run.summary
+
+
+@pytest.mark.parametrize("name", sorted(RELAXING))
+def test_a_judging_file_in_the_pr_cannot_relax_its_gate(
+    tmp_path: Path, checkout: Path, setup_python_bin: Path, name: str
+) -> None:
+    repo, base, head = _pr(tmp_path, {name: RELAXING[name]})
+    run = _action(repo, base, head, checkout, setup_python_bin, tmp_path)
+    assert run.outputs["exit-code"] == "1", run.summary[:2000]
+    assert run.failed and run.step("Gate").returncode == 1
+    lines = run.summary.splitlines()
+    assert lines[0].startswith("**gate: FAIL")
+    # shown right under the verdict line, for a maintainer's review
+    top = "\n".join(lines[:8])
+    assert "needs a maintainer" in top and name in top
+
+
+def test_a_filter_typo_in_extra_args_is_a_usage_error_not_a_pass(
+    tmp_path: Path, checkout: Path, setup_python_bin: Path
+) -> None:
+    repo, base, head = _pr(tmp_path, {})
+    run = _action(
+        repo, base, head, checkout, setup_python_bin, tmp_path, **{"extra-args": "--variant fp9"}
+    )
+    assert run.outputs["exit-code"] == "2"
+    assert run.failed and "gate: PASS" not in run.summary
+    audit = next(s for s in run.steps if s.name.startswith("Audit the pull request"))
+    assert "--variant 'fp9': no such variant" in audit.stderr
