@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from provenance.evidence.bash import LauncherResult
-from provenance.evidence.bash.context import evaluate_in_context
+from provenance.evidence.bash.context import RunnerLauncher, evaluate_in_context
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "launchers"
 LAUNCHER = "benchmarks/single_node/fixed_seq_len/model_fp8_h200.sh"
@@ -177,12 +177,24 @@ def _can_unshare() -> bool:
 
 
 def evaluate(case: Case) -> LauncherResult:
+    """The case evaluated as ingest does: the runner launcher (run in the checkout, whose
+    files are the case's) with the workflow env, then the launcher it runs."""
     lib = case.lib or (CORPUS / "_benchmark_lib.sh").read_text()
+    tree = {LAUNCHER, LIB, RUNNER}
+    runner = None
+    if case.runner is not None:
+        runner = RunnerLauncher(
+            case.runner,
+            RUNNER,
+            files=lambda p: p in tree,
+            tree="case",
+            unset=frozenset({"IS_MULTINODE"}),
+        )
     return evaluate_in_context(
         case.launcher,
         LAUNCHER,
-        case.env,
-        runner=(case.runner, RUNNER) if case.runner is not None else None,
+        {**case.env, "BENCH_SCRIPT": LAUNCHER} if runner is not None else case.env,
+        runner=runner,
         library=(lib, LIB),
     )
 
@@ -249,8 +261,9 @@ _SAFE_STEPS = st.sampled_from(
         'case "$MODEL" in org/*) ARGS+=(--trust-remote-code) ;; esac',
         'IND=TP; ARGS+=(--x "${!IND}")',
         "NAMES=(CONC TP); ARGS+=(--y ${!NAMES[1]})",
-        'f() { ARGS+=(--from-f "$1"); }',
-        'f "${A:-x}"',
+        # defined and called in one step: a call of an undefined command is not a
+        # construct the evaluator follows (under ``set -e`` bash exits there)
+        'f() { ARGS+=(--from-f "$1"); }; f "${A:-x}"',
         "trap 'exit 3' TERM",
         "set -x",
         "set +x",

@@ -5,7 +5,14 @@ lower-level :func:`evaluate_script` → :class:`Evaluation` (every serve command
 reached, all markers, the final symbolic state).
 """
 
-from provenance.evidence.bash.evaluator import Evaluation, Limits, evaluate_script
+from provenance.evidence.bash.evaluator import Evaluation, Limits, RunContext, evaluate_script
 from provenance.evidence.bash.launcher import LauncherResult, evaluate_launcher
 
-__all__ = ["Evaluation", "LauncherResult", "Limits", "evaluate_launcher", "evaluate_script"]
+__all__ = [
+    "Evaluation",
+    "LauncherResult",
+    "Limits",
+    "RunContext",
+    "evaluate_launcher",
+    "evaluate_script",
+]

@@ -1,12 +1,15 @@
 """What the launcher's surroundings can change about the served ``vllm``: the runner
 launcher that starts it and the ``benchmark_lib.sh`` it sources.
 
-Ingest evaluates the benchmark script, not the runner launcher
-(``runners/launch_<fleet>.sh``) that runs it with ``bash`` nor the library it
-sources (replaced by facts, :mod:`.benchmark_lib`). Both run in or before the
+The benchmark script is evaluated by :mod:`.launcher`; the runner launcher
+(``runners/launch_<fleet>.sh``) that runs it with ``bash`` and the library it
+sources (replaced by facts, :mod:`.benchmark_lib`) run in or before the
 script's shell, so both can change what the served ``vllm`` is or receives.
-They are read here syntactically (never run, every statement, taken or not)
-for the constructs that would:
+Both are read here syntactically for the constructs that would; the library
+whole (every statement, taken or not), the runner only where its run goes:
+:mod:`.runner` evaluates it and keeps the constructs on the path to the
+script's invocation, and carries the engine variables it passes exactly.
+The constructs:
 
 * runner launcher: a function exported to the script's bash (``export -f``,
   ``declare -fx``), a construct that redefines ``vllm`` for child shells
@@ -31,15 +34,33 @@ from typing import Final
 
 from provenance.errors import InputError
 from provenance.evidence.bash import hazards
+from provenance.evidence.bash.evaluator import RunContext
 from provenance.evidence.bash.launcher import LauncherResult, evaluate_launcher
 from provenance.evidence.bash.resolution import CONSTRUCT as REDEFINITION
 from provenance.evidence.bash.resolution import redefinitions
+from provenance.evidence.bash.runner import (
+    RUNNER_ENVIRONMENT,
+    UNREADABLE,
+    Candidate,
+    RunnerFindings,
+    RunnerLauncher,
+    runner_findings,
+    statement_start,
+)
 from provenance.evidence.bash.syntax import Node, descendants, line_of, node_text, parse_script
 from provenance.model.record import PartialMarker
 
-RUNNER_ENVIRONMENT: Final = "runner-environment"
 LIBRARY_ENVIRONMENT: Final = "library-environment"
-UNREADABLE: Final = "unreadable-context"
+__all__ = [
+    "LIBRARY_ENVIRONMENT",
+    "RUNNER_ENVIRONMENT",
+    "RunnerFindings",
+    "RunnerLauncher",
+    "evaluate_in_context",
+    "library_markers",
+    "runner_findings_for",
+    "runner_markers",
+]
 
 # An engine variable (or one that changes how bash starts) given a value: ``NAME=``.
 _SETS: Final = re.compile(
@@ -55,15 +76,23 @@ def evaluate_in_context(
     script: str,
     path: str,
     env: Mapping[str, str],
-    runner: tuple[str, str] | None = None,
+    runner: RunnerLauncher | RunnerFindings | None = None,
     library: tuple[str, str] | None = None,
 ) -> LauncherResult:
-    """:func:`~.launcher.evaluate_launcher`, plus the markers of its runner launcher
-    and, when the script sources it, of ``benchmark_lib.sh`` (each ``(text, path)``)."""
-    result = evaluate_launcher(script, path, env)
+    """:func:`~.launcher.evaluate_launcher` run as the runner launcher runs it, plus the
+    markers of the runner's path to it and, when the script sources it, of
+    ``benchmark_lib.sh`` (``(text, path)``). ``env`` is the workflow's, for both;
+    ``runner`` may be given already evaluated (:func:`runner_findings_for`)."""
     extra: list[PartialMarker] = []
+    context: RunContext | None = None
     if runner is not None:
-        extra.extend(runner_markers(*runner))
+        findings = (
+            runner_findings_for(runner, env, path) if isinstance(runner, RunnerLauncher) else runner
+        )
+        extra.extend(findings.markers)
+        if findings.engine_env:
+            context = RunContext(inherited=findings.engine_env)
+    result = evaluate_launcher(script, path, env, context=context)
     if library is not None and any(
         s.endswith(library[1].rsplit("/", 1)[-1]) for s in result.sourced
     ):
@@ -77,31 +106,47 @@ def evaluate_in_context(
     return result.model_copy(update={"partial": partial})
 
 
-@lru_cache(maxsize=64)
+def runner_findings_for(
+    runner: RunnerLauncher, env: Mapping[str, str], script: str
+) -> RunnerFindings:
+    """The hazards on ``runner``'s path to ``script`` and the engine env it passes it."""
+    return runner_findings(runner, env, script, runner_candidates)
+
+
 def runner_markers(text: str, path: str) -> tuple[PartialMarker, ...]:
-    """Constructs of a runner launcher that change what the script's ``vllm`` is or gets."""
+    """Constructs of a runner launcher, anywhere in it, that change what the script's
+    ``vllm`` is or gets (ingest keeps those on the run's path: :mod:`.runner`)."""
+    return tuple(m for m, _ in runner_candidates(text, path))
+
+
+@lru_cache(maxsize=64)
+def runner_candidates(text: str, path: str) -> tuple[Candidate, ...]:
+    """:func:`runner_markers`, each with the start byte of the statement it is in."""
     return _scan(text, path, library=False)
 
 
 @lru_cache(maxsize=16)
 def library_markers(text: str, path: str) -> tuple[PartialMarker, ...]:
     """Constructs of a sourced library that the facts standing in for it do not carry."""
-    return _scan(text, path, library=True)
+    return tuple(m for m, _ in _scan(text, path, library=True))
 
 
-def _scan(text: str, path: str, library: bool) -> tuple[PartialMarker, ...]:
+def _scan(text: str, path: str, library: bool) -> tuple[Candidate, ...]:
     try:
         parsed = parse_script(text, path)
     except InputError as exc:
         line = exc.location.line if exc.location is not None else None
-        return (PartialMarker(construct_name=UNREADABLE, path=path, line=line, detail=exc.message),)
-    found: dict[tuple[str, int, str], PartialMarker] = {}
+        marker = PartialMarker(construct_name=UNREADABLE, path=path, line=line, detail=exc.message)
+        return ((marker, 0),)
+    found: dict[tuple[str, int, str], Candidate] = {}
 
     def add(construct: str, node: Node, detail: str) -> None:
         marker = PartialMarker(
             construct_name=construct, path=path, line=line_of(node), detail=detail[:200]
         )
-        found.setdefault((construct, marker.line or 0, marker.detail), marker)
+        found.setdefault(
+            (construct, marker.line or 0, marker.detail), (marker, statement_start(node))
+        )
 
     functions = _function_bodies(parsed.root)
     for node in descendants(parsed.root):
@@ -125,7 +170,23 @@ def _scan(text: str, path: str, library: bool) -> tuple[PartialMarker, ...]:
                     )
         if library and node.type == "command":
             _library_command(node, functions, add)
-    return tuple(sorted(found.values(), key=lambda m: (m.line or 0, m.construct_name, m.detail)))
+        elif node.type == "command":
+            _runner_command(node, add)
+    return tuple(
+        sorted(found.values(), key=lambda c: (c[0].line or 0, c[0].construct_name, c[0].detail))
+    )
+
+
+def _runner_command(node: Node, add: _Add) -> None:
+    """``source``/``.``/``eval`` in the runner: code the scan does not read."""
+    name = node.child_by_field_name("name")
+    head = node_text(name) if name is not None else ""
+    if head in ("source", ".", "eval"):
+        add(
+            "source" if head != "eval" else "eval",
+            node,
+            f"{head} in the runner launcher may change what the script inherits",
+        )
 
 
 def _declaration(node: Node, add: _Add) -> None:
@@ -139,6 +200,15 @@ def _declaration(node: Node, add: _Add) -> None:
             node,
             f"{keyword} -{flags} {' '.join(names)[:60]} exports shell functions to child shells",
         )
+    elif exports:
+        for child in node.named_children:
+            name = node_text(child).partition("=")[0]
+            if child.type == "variable_name" and name in _SHELL_STARTUP:
+                add(
+                    RUNNER_ENVIRONMENT,
+                    child,
+                    f"{keyword} {name}: child shells start with this shell's options",
+                )
 
 
 def _library_command(node: Node, functions: dict[str, list[Node]], add: _Add) -> None:

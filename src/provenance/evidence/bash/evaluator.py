@@ -104,6 +104,25 @@ class Limits:
 
 DEFAULT_LIMITS: Final = Limits()
 
+
+@dataclass(frozen=True)
+class RunContext:
+    """What is known of the machine a script runs on, beyond its environment.
+
+    ``opaque``: names the machine's environment may set (a value never guessed:
+    each is a hole when ``env`` does not give it). ``inherited``: variables
+    the script's caller exports to it on top of ``env``. ``files``: whether a path
+    relative to the working directory is a regular file (None: not known), for
+    ``-f``/``-e`` tests; without it every file test is known only at run time.
+    """
+
+    opaque: frozenset[str] = frozenset()
+    files: Callable[[str], bool | None] | None = None
+    #: exported to the script by what runs it (the runner launcher), reported with
+    #: the script's own exports (:attr:`ServeCapture.env`) unless the script changes them
+    inherited: Mapping[str, str] = field(default_factory=dict)
+
+
 # Commands that run another command given as their arguments.
 _WRAPPERS: Final = frozenset(
     {"env", "exec", "nohup", "numactl", "time", "timeout", "stdbuf", "taskset", "nice"}
@@ -135,6 +154,8 @@ class ServeCapture:
     line: int
     markers: frozenset[PartialMarker] = frozenset()
     kind: Literal["serve", "recorded"] = "serve"
+    #: evaluation steps taken when it was reached (the most over joined branches)
+    step: int = 0
 
 
 @dataclass
@@ -209,6 +230,8 @@ class Evaluation:
     heredocs: list[HeredocCapture] = field(default_factory=list)
     #: the commands named in ``record`` that the evaluation reached, in order
     recorded: tuple[ServeCapture, ...] = ()
+    #: (path, start byte) of every statement run → the step it first ran at
+    executed: Mapping[tuple[str, int], int] = field(default_factory=dict)
 
 
 MAX_HEREDOC_CHARS: Final = 65_536
@@ -244,9 +267,13 @@ class Evaluator:
         helpers: Mapping[str, str] | None = None,
         limits: Limits = DEFAULT_LIMITS,
         record: frozenset[str] = frozenset(),
+        context: RunContext | None = None,
     ) -> None:
         self.parsed = parsed
         self.record = record
+        self.context = context or RunContext()
+        #: (path, start byte) of each statement run → the step it first ran at
+        self.executed: dict[tuple[str, int], int] = {}
         self.path = parsed.path
         self.env = env
         self.helpers = dict(helpers or {})
@@ -304,8 +331,17 @@ class Evaluator:
 
     def run(self) -> Evaluation:
         state = State(vars={}, functions={})
+        for name in sorted(self.context.opaque - self.env.keys()):
+            marker = PartialMarker(
+                construct_name="environment",
+                path=self.path,
+                detail=f"{name} comes from the machine's environment",
+            )
+            state.vars[name] = Var(unknown_text(marker), exported=True)
         for name, value in self.env.items():
             state.vars[name] = Var(text_of(str(value)), exported=True)
+        for name, value in self.context.inherited.items():
+            state.vars[name] = Var(text_of(value), exported=True, exported_by_script=True)
         state.vars["BASH_SOURCE"] = Var(((0, text_of(self.path)),), kind="indexed")
         try:
             self.exec_block(self.parsed.root.children, state)
@@ -329,6 +365,7 @@ class Evaluator:
             sourced=self.sourced,
             heredocs=self.heredocs,
             final=state,
+            executed=self.executed,
         )
 
     # --------------------------------------------------------------- statements
@@ -350,6 +387,7 @@ class Evaluator:
 
     def exec_node(self, node: Node, st: State) -> None:
         self.step(node)
+        self.executed.setdefault((self.path, node.start_byte), self.steps)
         for found in redefinitions(node):
             self.global_marker(REDEFINITION, found.node, found.detail)
         kind = node.type
@@ -985,7 +1023,22 @@ class Evaluator:
                         st.vars[name] = old
             return
         if head in self.record:
-            capture = ServeCapture(argv=tuple(words), env=(), line=line_of(node), kind="recorded")
+            env = {
+                name: var.scalar()
+                for name, var in st.vars.items()
+                if var.exported and var.kind == "scalar" and var.value is not None
+            }
+            for assignment in prefix:
+                name_node = assignment.child_by_field_name("name")
+                if name_node is not None:
+                    env[node_text(name_node)] = self.assignment_value(assignment, st)
+            capture = ServeCapture(
+                argv=tuple(words),
+                env=tuple(sorted(env.items())),
+                line=line_of(node),
+                kind="recorded",
+                step=self.steps,
+            )
             st.serves = (*st.serves, capture)
         self.exec_builtin(head, args, st, node)
 
@@ -2090,6 +2143,10 @@ class Evaluator:
                 body = body.child_by_field_name("body")
             else:
                 body = None
+        if body is not None and body.type == "list":
+            ran = self.pure_list(body, st, construct)
+            if ran is not None and not isinstance(ran[1], Unknown):
+                return ran[0] if ran[0] is not None else EMPTY
         if body is not None and body.type == "command":
             name_node = body.child_by_field_name("name")
             prefix = [c for c in body.named_children if c.type == "variable_assignment"]
@@ -2104,6 +2161,44 @@ class Evaluator:
                 if head in ("dirname", "basename", "printf", "echo"):
                     return self.pure_command(head, words[1:], node, construct)
         return self.hole(construct, node, node_text(node)[:80])
+
+    def pure_list(
+        self, node: Node, st: State, construct: str
+    ) -> tuple[Text | None, StatusValue] | None:
+        """``[[ T ]] && printf A || printf B`` inside ``$(…)``: (output, status), or None
+        when a part is not a test or a pure helper, a status is known only at run time,
+        or more than one part prints (only one output is followed)."""
+        if node.type == "test_command":
+            return None, self.eval_test_command(node, st)
+        if node.type == "command":
+            name_node = node.child_by_field_name("name")
+            if name_node is None or any(
+                c.type == "variable_assignment" for c in node.named_children
+            ):
+                return None
+            args = [
+                c for i, c in enumerate(node.children) if node.field_name_for_child(i) == "argument"
+            ]
+            words = self.expand_fields([name_node, *args], st)
+            head = known(words[0]) if words else None
+            if head in _STATUS_TRUE or head == "false":
+                return None, head != "false"
+            if head in ("dirname", "basename", "printf", "echo"):
+                return self.pure_command(head, words[1:], node, construct), True
+            return None
+        if node.type != "list" or len(node.named_children) != 2:
+            return None
+        left_node, right_node = node.named_children
+        operator = next((node_text(c) for c in node.children if c.type in ("&&", "||")), "")
+        left = self.pure_list(left_node, st, construct)
+        if left is None or isinstance(left[1], Unknown) or operator not in ("&&", "||"):
+            return None
+        if left[1] != (operator == "&&"):
+            return left
+        right = self.pure_list(right_node, st, construct)
+        if right is None or (left[0] is not None and right[0] is not None):
+            return None
+        return (left[0] if right[0] is None else right[0]), right[1]
 
     def cat_heredoc(self, node: Node, st: State) -> Text | None:
         """``$(cat <<EOF … EOF)``: the here-document's content without trailing newlines."""
@@ -2147,8 +2242,13 @@ class Evaluator:
 
     def pure_printf(self, args: list[Text], node: Node) -> Text:
         values = [known(a) for a in args]
+        ended = values[:1] == ["--"]  # the end of options: the format follows
+        if ended:
+            values = values[1:]
         if not values or any(v is None for v in values):
             return self.hole("command-substitution", node, "printf with unknown arguments")
+        if not ended and str(values[0]).startswith("-"):
+            return self.hole("command-substitution", node, "printf with an option")
         result = _printf([v for v in values if v is not None])
         if result is None:
             return self.hole("command-substitution", node, "printf format not supported")
@@ -2254,10 +2354,25 @@ class Evaluator:
             "-G",
             "-N",
         ):
+            exists = self.file_exists(op, operand)
+            if exists is not None:
+                return exists
             return Unknown(self.marker("filesystem-test", node, node_text(node)[:80]))
         if op in ("-t", "-o"):
             return Unknown(self.marker("test", node, node_text(node)[:80]))
         return Unknown(self.marker("test", node, f"unknown test operator {op}"))
+
+    def file_exists(self, op: str, operand: Text) -> bool | None:
+        """``-f``/``-e`` on a relative path, when :attr:`RunContext.files` knows the tree."""
+        path = known(operand)
+        files = self.context.files
+        if files is None or path is None or op not in ("-f", "-e") or path.startswith("/"):
+            return None
+        path = posixpath.normpath(path)
+        if path.startswith("..") or path == ".":
+            return None
+        found = files(path)
+        return None if found is None or (op == "-e" and not found) else found
 
     def binary_test(
         self, op: str, left: Text, right: Text, node: Node, st: State, double: bool
@@ -2618,6 +2733,7 @@ def _join_capture(a: ServeCapture, b: ServeCapture, marker: PartialMarker | None
         line=min(a.line, b.line),
         markers=a.markers | b.markers,
         kind=a.kind,
+        step=max(a.step, b.step),
     )
 
 
@@ -2858,11 +2974,14 @@ def evaluate_script(
     helpers: Mapping[str, str] | None = None,
     limits: Limits = DEFAULT_LIMITS,
     record: frozenset[str] = frozenset(),
+    context: RunContext | None = None,
 ) -> Evaluation:
     """Parse and statically evaluate ``script`` (never executed).
 
     ``record``: names of commands (``cp``) whose every reached call is returned
-    in :attr:`Evaluation.recorded`, joined across branches as serve commands are.
+    in :attr:`Evaluation.recorded` with the exported environment it runs with,
+    joined across branches as serve commands are. ``context``: what is known of
+    the machine the script runs on (:class:`RunContext`).
     """
     parsed = parse_script(script, path)
-    return Evaluator(parsed, env, helpers, limits, record).run()
+    return Evaluator(parsed, env, helpers, limits, record, context).run()

@@ -14,8 +14,10 @@ Conventions:
   for it is in ``partial``. ``argv`` is ``None`` when no serve command is reached.
 * ``env`` holds only variables the launcher itself exports (``export X=...``,
   ``declare -x``) while the serve command runs, plus assignments prefixed to the
-  command (``VAR=x vllm serve``, ``env VAR=x vllm serve``). Variables the
-  workflow passes in, or that a sourced helper exports, are not reported.
+  command (``VAR=x vllm serve``, ``env VAR=x vllm serve``), plus the engine
+  variables the runner launcher exports to it (``RunContext.inherited``) as the
+  launcher leaves them. Variables the workflow passes in, or that a sourced
+  helper exports, are not reported.
 * ``partial`` lists holes that reach ``argv``/``env``, conditions that decide
   whether the serve command runs, and constructs that could change anything
   (``eval``, ``source`` of an unknown file, a ``vllm serve`` hidden in a string).
@@ -47,6 +49,7 @@ from provenance.evidence.bash.evaluator import (
     DEFAULT_LIMITS,
     Evaluation,
     Limits,
+    RunContext,
     ServeCapture,
     evaluate_script,
 )
@@ -93,13 +96,16 @@ def evaluate_launcher(
     env: Mapping[str, str],
     helpers: Mapping[str, str] | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    context: RunContext | None = None,
 ) -> LauncherResult:
     """Statically evaluate ``script`` for ``env``; see the module docstring.
 
     ``helpers`` maps a sourced file's path or basename (e.g. ``benchmark_lib.sh``)
     to its text, so the evaluator follows it instead of using built-in facts.
+    ``context.inherited``: variables the runner launcher exports to the script;
+    they reach ``env`` as the script leaves them.
     """
-    evaluation = evaluate_script(script, path, env, helpers=helpers, limits=limits)
+    evaluation = evaluate_script(script, path, env, helpers=helpers, limits=limits, context=context)
     return launcher_result(evaluation)
 
 

@@ -24,6 +24,14 @@ projects from the matrix row (spec §2.2), for the throughput run (``RUN_EVAL=fa
 ``EVAL_ONLY=false``). ``MODEL_PATH`` is set by the runner launcher at run
 time; it is given as ``/models/<checkpoint basename>``, a placeholder that the
 flag normaliser canonicalises by basename.
+
+The runner launcher of every fleet that runs the point's script is evaluated
+too, with the same env (:mod:`provenance.evidence.bash.runner`): what it does on
+its way to ``bash SCRIPT`` that changes the served ``vllm`` (an exported
+function, ``PATH``, ``BASH_ENV``, ``SHELLOPTS``…) makes the record partial at
+the runner's line, and the engine variables (``VLLM_*``) it passes are carried
+into the record's env exactly. ``IS_MULTINODE`` is unset for these runs: the
+single-node template does not give it (the multinode one sets it to ``true``).
 """
 
 from __future__ import annotations
@@ -31,14 +39,15 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from provenance.errors import InputError
 from provenance.evidence.bash.config_file import merge_config_file
-from provenance.evidence.bash.context import evaluate_in_context
+from provenance.evidence.bash.context import evaluate_in_context, runner_findings_for
+from provenance.evidence.bash.runner import RunnerFindings, RunnerLauncher
 from provenance.evidence.inferencex.dram_budget import dram_offload_gb
 from provenance.evidence.inferencex.master import MasterEntry, SingleNodePoint
 from provenance.evidence.inferencex.snapshot import Snapshot
@@ -51,12 +60,18 @@ from provenance.safe_yaml import load_yaml_bytes
 RUNNERS_PATHS = ("configs/runners.yaml", ".github/configs/runners.yaml")
 #: The library launchers source; scanned for what its stand-in facts do not carry.
 LIBRARY_PATH = "benchmarks/benchmark_lib.sh"
+#: Names runner launchers branch on that other workflows set and the single-node
+#: template (``benchmark-tmpl.yml``) leaves unset: ``IS_MULTINODE`` (the multinode
+#: template), ``BENCH_SCRIPT_OVERRIDE`` (``speedbench-al.yml``).
+SINGLE_NODE_UNSET = frozenset({"IS_MULTINODE", "BENCH_SCRIPT_OVERRIDE"})
 #: The sweep generator's agentic DURATION (``DEFAULT_AGENTIC_DURATION_SECONDS``).
 AGENTIC_DURATION_SECONDS = 3600
 _TEMPLATE = re.compile(r"""benchmarks/[A-Za-z0-9_${}%*:./#-]*?\.sh""")
 _ASSIGN = re.compile(
     r"""^\s*(?:export\s+|local\s+)?([A-Za-z_][A-Za-z0-9_]*)=(["']?)([^"'\s;]*)\2\s*$"""
 )
+#: The file name a ``source``/``.`` command names (the runner's helpers).
+_SOURCED = re.compile(r"(?:^|[\s;&|(])(?:source|\.)\s+[^\n;]*?([\w.-]+\.sh)\b")
 _VAR = re.compile(
     r"\$\{([A-Za-z_][A-Za-z0-9_]*)((?::-|%%|##|%|#)[^}]*)?\}|\$([A-Za-z_][A-Za-z0-9_]*)"
 )
@@ -82,6 +97,8 @@ class ScriptResolution(BaseModel):
     scenario_subdir: str = ""
     #: Why the workflow's ``SCENARIO_SUBDIR`` is not known (then nothing was looked for).
     subdir_unknown: str | None = None
+    #: (fleet, runner launcher, ``SCENARIO_SUBDIR``) of every fleet that runs ``path``
+    runners: tuple[tuple[str, str, str], ...] = ()
 
 
 class ServeEvidence(BaseModel):
@@ -271,7 +288,12 @@ def resolve_script(
         return first.model_copy(update={"reason": reasons})
     chosen_result = resolved[0]
     others = tuple(sorted({r.path for r in resolved if r.path and r.path != chosen_result.path}))
-    return chosen_result.model_copy(update={"alternatives": others})
+    runners = tuple(
+        (r.fleet, r.launcher, r.scenario_subdir)
+        for r in resolved
+        if r.path == chosen_result.path and r.fleet and r.launcher
+    )
+    return chosen_result.model_copy(update={"alternatives": others, "runners": runners})
 
 
 def _looked_for(tried: list[str]) -> str:
@@ -386,6 +408,95 @@ def _context_file(snapshot: Snapshot, path: str | None) -> tuple[str, str] | Non
     return (raw.decode("utf-8", "replace"), path) if raw is not None and path else None
 
 
+def _tree_file(snapshot: Snapshot, ran: str | None = None) -> Callable[[str], bool | None]:
+    """``[ -f PATH ]`` in the checkout at this commit (None: a symlink on the way);
+    ``ran``: an archived script's path when it ran, before its move to ``deprecated/``."""
+
+    def is_file(path: str) -> bool | None:
+        if path == ran:
+            return True
+        try:
+            return snapshot.is_file(snapshot.safe_path(path))
+        except InputError:
+            return None
+
+    return is_file
+
+
+def _runner_context(
+    snapshot: Snapshot,
+    entry: MasterEntry,
+    point: SingleNodePoint,
+    resolution: ScriptResolution,
+    dram_gb: int | None,
+    script: str,
+) -> RunnerFindings:
+    """What the runner launchers that run ``script`` for this point do to its run.
+
+    Every fleet of the runner label that runs this script may run the point, so
+    each one's runner is evaluated, with the env the workflow gives it: their
+    markers are the record's; the engine env they pass must agree (else the
+    record is partial and only what agrees is carried).
+    """
+    markers: list[PartialMarker] = []
+    agreed: dict[str, str] | None = None
+    for fleet, launcher, subdir in resolution.runners:
+        text = _context_file(snapshot, launcher)
+        if text is None:
+            continue
+        runner = RunnerLauncher(
+            text[0],
+            launcher,
+            files=_tree_file(snapshot, script if resolution.via_deprecated else None),
+            tree=snapshot.sha,
+            unset=SINGLE_NODE_UNSET,
+            helpers=_runner_helpers(snapshot, text[0]),
+        )
+        findings = runner_findings_for(
+            runner, launcher_env(entry, point, fleet, subdir, dram_gb), script
+        )
+        markers.extend(findings.markers)
+        env = dict(findings.engine_env)
+        if agreed is None:
+            agreed = env
+        elif agreed != env:
+            names = sorted(k for k in agreed.keys() | env.keys() if agreed.get(k) != env.get(k))
+            markers.append(
+                PartialMarker(
+                    construct_name="fleet-dependent-env",
+                    path=launcher,
+                    detail=f"runners of {entry.runner!r} pass different {', '.join(names)[:120]}",
+                )
+            )
+            agreed = {k: v for k, v in agreed.items() if env.get(k) == v}
+    return RunnerFindings(tuple(markers), agreed or {})
+
+
+def _runner_helpers(snapshot: Snapshot, runner: str) -> tuple[tuple[str, str], ...]:
+    """The files beside the runner launcher that it sources (``runners/slurm_utils.sh``),
+    (path, text), to be followed; one that is absent or a symlink is left out (its
+    ``source`` is then not followed, and marked)."""
+    found: list[tuple[str, str]] = []
+    for word in _SOURCED.findall(runner):
+        path = posixpath.join("runners", word)
+        try:
+            text = _context_file(snapshot, path)
+        except InputError:
+            continue
+        if text is not None and (path, text[0]) not in found:
+            found.append((path, text[0]))
+    return tuple(found)
+
+
+def _ran_as(resolution: ScriptResolution) -> str:
+    """The path the runner launcher ran the script by: an archived one's before its move."""
+    path = resolution.path or ""
+    if resolution.via_deprecated:
+        directory = posixpath.dirname(posixpath.dirname(path))
+        return posixpath.join(directory, posixpath.basename(path))
+    return path
+
+
 def evaluate_point(
     snapshot: Snapshot,
     entry: MasterEntry,
@@ -419,6 +530,7 @@ def evaluate_point(
         text,
         path,
         launcher_env(entry, point, resolution.fleet, resolution.scenario_subdir, dram_gb),
+        runner=_runner_context(snapshot, entry, point, resolution, dram_gb, _ran_as(resolution)),
         library=_context_file(snapshot, LIBRARY_PATH),
     )
     partial.extend(result.partial)
