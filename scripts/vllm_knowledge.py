@@ -202,9 +202,12 @@ def cli_arguments(
         for function in _functions(tree, function_name):
             kwargs_of: dict[str, str] = {}  # variable -> config class (get_kwargs(Cls))
             group_of: dict[str, str] = {}  # variable -> argument group title
+            picked: dict[str, ast.Subscript] = {}  # x_kwargs = kernel_kwargs["field"]
             for node in ast.walk(function):
                 if isinstance(node, ast.Assign) and len(node.targets) == 1:
                     target, value = node.targets[0], node.value
+                    if isinstance(target, ast.Name) and isinstance(value, ast.Subscript):
+                        picked[target.id] = value
                     if not (isinstance(target, ast.Name) and isinstance(value, ast.Call)):
                         continue
                     called = _name(value.func)
@@ -216,7 +219,7 @@ def cli_arguments(
                             group_of[target.id] = title
             for node in ast.walk(function):
                 if isinstance(node, ast.Call) and _name(node.func) == "add_argument":
-                    _add_flag(node, kwargs_of, group_of, classes, flags)
+                    _add_flag(node, kwargs_of, group_of, classes, flags, picked)
     return flags
 
 
@@ -226,6 +229,7 @@ def _add_flag(
     group_of: dict[str, str],
     classes: dict[str, dict[str, dict[str, Any]]],
     flags: dict[str, dict[str, Any]],
+    picked: dict[str, ast.Subscript] | None = None,
 ) -> None:
     options = [
         str(arg.value)
@@ -259,6 +263,9 @@ def _add_flag(
                 if isinstance(k, ast.Constant)
             ]
         for spread in spreads:
+            # **moe_backend_kwargs, after moe_backend_kwargs = kernel_kwargs["moe_backend"]
+            if isinstance(spread, ast.Name) and picked and spread.id in picked:
+                spread = picked[spread.id]
             if (
                 isinstance(spread, ast.Subscript)
                 and isinstance(spread.value, ast.Name)

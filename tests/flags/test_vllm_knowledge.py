@@ -42,6 +42,11 @@ def test_what_vllm_says_about_its_flags() -> None:
     assert table("0.10.1").flags["compilation_config"].aliases == ("-O",)
     assert "-O" not in new.flags["compilation_config"].aliases
     assert new.env["VLLM_ENGINE_READY_TIMEOUT_S"].default == "600"
+    # KernelConfig's backends are registered from a picked kwargs variable
+    assert (new.flags["moe_backend"].group, new.flags["moe_backend"].default) == (
+        "KernelConfig",
+        "auto",
+    )
 
 
 def test_an_unknown_version_names_the_known_ones() -> None:

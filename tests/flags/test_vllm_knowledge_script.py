@@ -23,6 +23,7 @@ class CacheConfig:
     gpu_memory_utilization: float = 0.9
     num_gpu_blocks_override: int = DEFAULT_BLOCKS
     kv_offloading_backend: str = field(default="native")
+    cache_backend: str = "auto"
     cpu_offload_extra: list[int] = field(default_factory=list)
     _private: int = 3
 """
@@ -49,6 +50,9 @@ class EngineArgs:
             "--gpu-memory-utilization",
             **{**cache_kwargs["gpu_memory_utilization"], "default": 0.8},
         )
+        backend_kwargs = cache_kwargs["cache_backend"]
+        backend_kwargs["type"] = lambda s: s.lower()
+        cache_group.add_argument("--cache-backend", **backend_kwargs)
         vllm_kwargs = get_kwargs(VllmConfig)
         vllm_group = parser.add_argument_group(title="VllmConfig")
         vllm_group.add_argument("--compilation-config", "-cc", **vllm_kwargs["compilation_config"])
@@ -131,6 +135,9 @@ def test_a_fake_wheel_gives_its_flags_and_env(tmp_path: Path) -> None:
         "type": "int | None",
         "default": None,
     }
+    # kwargs picked into a variable first (vLLM's --moe-backend, KernelConfig, 0.17.0+)
+    assert flags["cache_backend"]["default"] == "auto"
+    assert flags["cache_backend"]["field"] == "cache_backend"
     # a default written over the config's own, in a spread dict
     assert flags["gpu_memory_utilization"]["default"] == 0.8
     assert flags["compilation_config"]["aliases"] == ["-cc"]
