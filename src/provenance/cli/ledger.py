@@ -1,4 +1,4 @@
-"""``provenance ledger add-sweep`` and ``provenance verify``."""
+"""``provenance ledger add-sweep``, ``provenance ledger reverts`` and ``provenance verify``."""
 
 from __future__ import annotations
 
@@ -22,6 +22,15 @@ _ledger_option = click.option(
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Ledger directory (default: ./ledger).",
+)
+
+_wait_option = click.option(
+    "--wait",
+    "lock_timeout",
+    type=click.FloatRange(min=0),
+    default=10.0,
+    show_default=True,
+    help="Seconds to wait for another writer to release the ledger lock.",
 )
 
 
@@ -57,14 +66,7 @@ def ledger() -> None:
     help="An eval score range (repeatable).",
 )
 @_ledger_option
-@click.option(
-    "--wait",
-    "lock_timeout",
-    type=click.FloatRange(min=0),
-    default=10.0,
-    show_default=True,
-    help="Seconds to wait for another writer to release the ledger lock.",
-)
+@_wait_option
 def add_sweep_command(
     pr_text: str,
     run_id: int,
@@ -109,6 +111,32 @@ def add_sweep_command(
             click.echo(
                 f"{result.pr}: recorded run {run_id} attempt {attempt} in {result.path}{created}"
             )
+        return EXIT_OK
+
+    run(action)
+
+
+@ledger.command("reverts")
+@click.option(
+    "--inferencex",
+    "inferencex",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="An InferenceX git clone (bare or not).",
+)
+@click.option("--rev", default=None, help="Revision (default: the ledger manifest's).")
+@_ledger_option
+@_wait_option
+def reverts_command(
+    inferencex: Path, rev: str | None, ledger_dir: Path | None, lock_timeout: float
+) -> None:
+    """Record which PRs were reverted or re-landed on the ledger's entries (no re-ingest)."""
+
+    def action() -> int:
+        from provenance.ingest.reverts import record_reverts, render_reverts
+
+        report = record_reverts(inferencex, ledger_dir or default_dirs().ledger, rev, lock_timeout)
+        click.echo(render_reverts(report), nl=False)
         return EXIT_OK
 
     run(action)

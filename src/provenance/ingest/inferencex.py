@@ -79,6 +79,8 @@ class IngestReport(BaseModel):
     manifest_written: bool = False
     #: whether the evidence store's checkpoint index (``index.json``) was rewritten
     index_written: bool = False
+    #: entries whose revert fields were set (``provenance.ingest.reverts``)
+    reverts_written: list[int] = Field(default_factory=list)
 
 
 def _plan(options: IngestOptions, report: IngestReport) -> tuple[list[int], SourceRevision]:
@@ -161,6 +163,13 @@ def ingest_inferencex(options: IngestOptions, progress: Progress | None = None) 
                 report.entries_written.append(entry.pr.number)
             else:
                 report.entries_unchanged.append(entry.pr.number)
+        if result is not None:  # a revert merged since any entry was written reaches it
+            from provenance.ingest.reverts import mark_ledger
+
+            repo = open_repo(options.repo)
+            tip = str(resolve_commit(repo, options.rev).hexsha)
+            reverts = mark_ledger(repo, tip, ledger)
+            report.reverts_written = list(reverts.written)
         if revision is not None:  # last: the ledger is at ``revision`` once all is written
             report.manifest_written = ledger.write_manifest(
                 _manifest(ledger, revision, options.model_prefix)

@@ -163,8 +163,28 @@ class SweepRun(BaseModel):
         }
 
 
+class RevertLink(BaseModel):
+    """A first-parent merge that reverted a PR's merge, re-landed it, or that a PR's merge
+    reverted (``evidence.inferencex.reverts``: read from its subject and message)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: the PR of that merge (None: its subject names no ``(#N)``)
+    pr: int | None = None
+    commit: CommitId
+    merged_at: dt.date | None = None
+    #: where the fact comes from, ``git:<sha>`` of the reverting merge
+    source: str
+
+
 class LedgerEntry(BaseModel):
-    """Everything known about one evidence PR."""
+    """Everything known about one evidence PR.
+
+    ``reverted_by``: a later merge on the ingested line reverted this PR's merge; the PR
+    backs nothing (:meth:`validates` is False), even when ``relanded_by`` re-landed it
+    (the re-landing PR's own records are the evidence). ``reverts``: the merges this
+    PR's merge reverted (what it serves is what was there before them).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -180,13 +200,19 @@ class LedgerEntry(BaseModel):
     sweeps: tuple[SweepRun, ...] = ()
     sources: tuple[str, ...] = ()
     notes: str = ""
+    reverted_by: RevertLink | None = None
+    relanded_by: RevertLink | None = None
+    reverts: tuple[RevertLink, ...] = ()
 
     @property
     def validated(self) -> bool:
-        return any(s.green for s in self.sweeps)
+        return self.reverted_by is None and any(s.green for s in self.sweeps)
 
     def validates(self, record_id: str) -> bool:
-        """Whether a green sweep of this PR ran ``record_id``'s content (see ``SweepRun.ran``)."""
+        """Whether a green sweep of this PR ran ``record_id``'s content (see ``SweepRun.ran``)
+        and the PR was not reverted (a reverted PR backs nothing)."""
+        if self.reverted_by is not None:
+            return False
         return any(s.green and (not s.scoped or record_id in s.ran) for s in self.sweeps)
 
 

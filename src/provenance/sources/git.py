@@ -210,6 +210,19 @@ def first_parent_log(repo: git.Repo, rev: str) -> list[LogEntry]:
     return entries
 
 
+def first_parent_messages(repo: git.Repo, rev: str, grep: str) -> dict[str, str]:
+    """SHA -> full message of the commits on the first-parent line of ``rev`` whose
+    message matches ``grep`` (case-insensitive, fixed string), newest first."""
+    out = repo.git.log(
+        "--first-parent", "-z", "-i", "-F", f"--grep={grep}", "--format=%H%x1f%B", rev
+    )
+    found: dict[str, str] = {}
+    for item in (item for item in out.split("\0") if item):
+        sha, _, message = item.strip("\n").partition("\x1f")
+        found[sha] = message
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class RawChange:
     """One path a commit changed: its status (A/M/D/T), blob before and after (``0…`` absent)."""

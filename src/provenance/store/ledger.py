@@ -207,6 +207,9 @@ def merge_entries(old: LedgerEntry, new: LedgerEntry) -> LedgerEntry:
             "sweeps": tuple(sweeps),
             "sources": _union(old.sources, new.sources),
             "notes": old.notes or new.notes,
+            "reverted_by": new.reverted_by or old.reverted_by,
+            "relanded_by": new.relanded_by or old.relanded_by,
+            "reverts": _union(old.reverts, new.reverts),
         }
     )
 
