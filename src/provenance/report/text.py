@@ -11,8 +11,8 @@ the terminal or inject markup.
 
 from __future__ import annotations
 
-import os
-from typing import TextIO
+from collections.abc import Sequence
+from typing import Protocol, TextIO
 
 from rich import box
 from rich.console import Console
@@ -21,7 +21,14 @@ from rich.text import Text
 
 from provenance.audit.verdicts import AuditReport
 from provenance.escaping import terminal
-from provenance.report.grouping import UNCLASSIFIED_HEAD, GroupRow, distinct_reverse, sections
+from provenance.report.grouping import (
+    UNCLASSIFIED_HEAD,
+    GroupRow,
+    ReverseRow,
+    distinct_reverse,
+    sections,
+)
+from provenance.report.width import resolve_width, table_room, units, wrap, wrap_text
 
 #: Most rows printed per section without ``--all`` (the JSON report has them all).
 MAX_GROUPS = 30
@@ -36,20 +43,6 @@ SEE_ALL = "provenance audit --all"
 
 def _t(value: object, style: str = "") -> Text:
     return Text(terminal(value), style=style)
-
-
-#: Width for output that is neither a terminal nor sized by ``COLUMNS`` (a pipe, a file).
-PIPE_WIDTH = 160
-
-
-def _width(out: TextIO, width: int | None) -> int | None:
-    """``width`` if given; else None on a terminal or with ``COLUMNS`` set (rich then fits
-    the terminal), else :data:`PIPE_WIDTH`."""
-    if width is not None:
-        return width
-    if os.environ.get("COLUMNS") or (hasattr(out, "isatty") and out.isatty()):
-        return None
-    return PIPE_WIDTH
 
 
 def more(hidden: int, what: str) -> str:
@@ -70,8 +63,10 @@ def write(
     width: int | None = None,
     show_all: bool = False,
 ) -> None:
-    """Write the text report; it fits the terminal (``width`` fixes the width)."""
-    width = _width(out, width)
+    """Write the text report, laid out for ``width`` cells (default:
+    :func:`provenance.report.width.resolve_width`); a table whose last column would be
+    narrower than :data:`MIN_TEXT` is printed stacked, one block per row."""
+    width = resolve_width(out, width)
     console = Console(
         file=out,
         width=width,
@@ -82,68 +77,76 @@ def write(
         markup=False,
     )
 
+    def say(lines: Sequence[str], style: str = "") -> None:
+        for line in lines:
+            console.print(_t(line, style), no_wrap=True, overflow="ignore", crop=False)
+
     def cut(count: int) -> int | None:
         return None if show_all else count
 
     def hidden(total: int, shown: int | None, what: str) -> None:
         if shown is not None and total > shown:
-            console.print(_t(more(total - shown, what)))
+            say(wrap_text(more(total - shown, what), width))
 
     summary = report.summary
     title = Text("provenance audit: ")
     title.append(terminal(", ".join(report.recipes) or "(no recipe)"), style="bold")
     console.print(title)
     if report.ledger_line():
-        console.print(_t(report.ledger_line()))
+        say(wrap_text(report.ledger_line(), width))
     if report.errors:
-        console.print(_t(f"{len(report.errors)} invalid recipe(s), not audited:", "bold red"))
+        say([f"{len(report.errors)} invalid recipe(s), not audited:"], "bold red")
         for error in report.errors:
-            console.print(_t(f"  {error.located()}", "red"))
+            say(wrap_text(terminal(error.located()), width, "  ", "    "), "red")
     for notice in report.notices:
-        console.print(_t(f"notice: {notice}", "yellow"))
-    console.print(
-        _t(
-            f"{summary.combinations} combinations: {summary.recommended} recommended, "
-            f"{summary.guide_only} guide-only ({summary.declared} declared, "
-            f"{summary.undeclared_guide_only} undeclared)"
+        say(wrap_text(terminal(f"notice: {notice}"), width, "", "  "), "yellow")
+    say(
+        wrap(
+            [
+                f"{summary.combinations} combinations:",
+                f"{summary.recommended} recommended,",
+                f"{summary.guide_only} guide-only",
+                f"({summary.declared} declared,",
+                f"{summary.undeclared_guide_only} undeclared)",
+            ],
+            width,
+            "",
+            "  ",
         )
     )
     if summary.by_reason:
-        console.print(
-            _t(
-                "reasons (combinations): "
-                + ", ".join(f"{code} {count}" for code, count in summary.by_reason.items())
-            )
-        )
+        counted = [f"{code} {count}," for code, count in summary.by_reason.items()]
+        counted[-1] = counted[-1].rstrip(",")
+        say(wrap(["reasons", "(combinations):", *counted], width, "", "  "))
     parts = sections(report, show_all=show_all)
     multi = len(report.recipes) > 1
 
     console.print()
     console.print(Text("1. claims against evidence", style="bold"))
     if parts.backed:
-        console.print(_t(f"  backed: {summary.recommended} recommended combination(s)"))
+        say([f"  backed: {summary.recommended} recommended combination(s)"])
         limit = cut(MAX_GROUPS)
         for row in parts.backed[:limit]:
-            console.print(_t(f"    {_where(row, multi)}: {row.recommended} of {row.combinations}"))
+            where = terminal(_where(row, multi))
+            say(wrap_text(f"{where}: {row.recommended} of {row.combinations}", width, "    "))
         hidden(len(parts.backed), limit, "groups with recommended combinations")
     else:
-        console.print(_t("  backed: no combination is recommended"))
+        say(["  backed: no combination is recommended"])
     if report.claims:
-        console.print(_t(f"  not backed: {len(report.claims)} claim(s)"))
+        say([f"  not backed: {len(report.claims)} claim(s)"])
         limit = cut(MAX_CLAIMS)
         for claim in report.claims[:limit]:
-            console.print(
-                _t(f"    {claim.recipe} · {claim.subject}: {claim.claim} — {claim.detail}")
-            )
+            line = terminal(f"{claim.recipe} · {claim.subject}: {claim.claim} — {claim.detail}")
+            say(wrap_text(line, width, "    ", "      "))
         hidden(len(report.claims), limit, "claims")
     else:
-        console.print(_t("  not backed: no claim of the recipe lacks evidence"))
+        say(["  not backed: no claim of the recipe lacks evidence"])
     if summary.unclassified_env:
         names = list(summary.unclassified_env.items())
         limit = cut(MAX_CLAIMS)
-        console.print(_t(f"  {UNCLASSIFIED_HEAD}:", "yellow"))
+        say(wrap_text(f"{UNCLASSIFIED_HEAD}:", width, "  ", "  "), "yellow")
         for name, count in names[:limit]:
-            console.print(_t(f"    {name} ({count})"))
+            say(wrap_text(terminal(f"{name} ({count})"), width, "    ", "      "))
         hidden(len(names), limit, "environment variables")
 
     console.print()
@@ -151,14 +154,17 @@ def write(
         Text(f"2. actionable groups ({len(parts.actionable)}): an edit could fix these", "bold")
     )
     if parts.actionable:
-        console.print(
-            _t(
+        say(
+            wrap_text(
                 f"  the smallest edits, proven by re-audit: {suggest_command(report.recipes)}; "
-                "nearest evidence and its difference (+ recipe only, - evidence only) below"
+                "nearest evidence and its difference (+ recipe only, - evidence only) below",
+                width,
+                "  ",
+                "  ",
             )
         )
         limit = cut(MAX_GROUPS)
-        console.print(_group_table(parts.actionable[:limit], multi, show_all))
+        _groups(console, say, parts.actionable[:limit], multi, show_all, width)
         hidden(len(parts.actionable), limit, "actionable groups")
 
     console.print()
@@ -169,21 +175,8 @@ def write(
         )
     )
     if parts.unreachable:
-        table = Table(box=box.SIMPLE_HEAD, show_lines=False, expand=False)
-        if multi:
-            table.add_column("recipe")
-        for name in ("variant", "hardware", "strategy"):
-            table.add_column(name)
-        table.add_column("guide-only", justify="right")
-        table.add_column("why", overflow="fold")
         limit = cut(MAX_GROUPS)
-        for row, why in parts.unreachable[:limit]:
-            cells = [_t(row.variant), _t(row.hardware), _t(row.strategy), _t(row.guide_only)]
-            cells.append(_t(why))
-            if multi:
-                cells.insert(0, _t(row.recipe))
-            table.add_row(*cells)
-        console.print(table)
+        _unreachable(console, say, parts.unreachable[:limit], multi, width)
         hidden(len(parts.unreachable), limit, "unreachable groups")
 
     console.print()
@@ -198,42 +191,38 @@ def write(
     limit = cut(MAX_UNBENCHMARKED)
     for idle in parts.unbenchmarked[:limit]:
         recipe = f"{idle.recipe} · " if multi else ""
-        console.print(
-            _t(
-                f"  {recipe}{idle.variant} · {idle.hardware}: {idle.combinations} "
-                f"({', '.join(idle.strategies)})"
-            )
-        )
+        where = terminal(f"{recipe}{idle.variant} · {idle.hardware}:")
+        strategies = [f"{s}," for s in terminal(", ".join(idle.strategies)).split(", ")]
+        strategies[0] = f"({strategies[0]}"
+        strategies[-1] = f"{strategies[-1].rstrip(',')})"
+        say(wrap([*units(where), str(idle.combinations), *strategies], width, "  ", "    "))
     hidden(len(parts.unbenchmarked), limit, "variant × hardware lines")
 
     if report.reverse:
         rows = distinct_reverse(report.reverse)
         console.print()
-        reverse = Table(
-            title=(
+        say(
+            wrap_text(
                 f"evidence points in scope (reverse direction): {len(rows)} distinct of "
-                f"{len(report.reverse)}"
-            ),
-            box=box.SIMPLE_HEAD,
-            title_justify="left",
+                f"{len(report.reverse)}",
+                width,
+                "",
+                "  ",
+            )
         )
-        for name in ("config key", "PRs", "status", "records", "combinations / why"):
-            reverse.add_column(
-                name, overflow="fold", justify="right" if name == "records" else "left"
-            )
         limit = cut(MAX_REVERSE_ROWS)
-        for item in rows[:limit]:
-            entry = item.entry
-            detail = str(entry.combinations) if entry.status == "reproduced" else entry.why
-            reverse.add_row(
-                _t(entry.config_key),
-                _t(", ".join(entry.prs) or "—"),
-                _t(entry.status, "green" if entry.status == "reproduced" else "yellow"),
-                _t(item.records),
-                _t(detail),
-            )
-        console.print(reverse)
+        _reverse(console, say, rows[:limit], width)
         hidden(len(rows), limit, "distinct evidence points")
+
+
+#: Narrowest last column a table is printed with; narrower, its rows are stacked blocks.
+MIN_TEXT = 40
+
+
+class Say(Protocol):
+    """Prints wrapped lines in one style (``say`` of :func:`write`)."""
+
+    def __call__(self, lines: Sequence[str], style: str = "") -> None: ...
 
 
 def _where(row: GroupRow, multi: bool) -> str:
@@ -241,40 +230,163 @@ def _where(row: GroupRow, multi: bool) -> str:
     return f"{row.recipe} · {where}" if multi else where
 
 
-def _group_table(rows: list[GroupRow], multi: bool, show_all: bool) -> Table:
+def _keys(row: GroupRow, multi: bool) -> list[str]:
+    keys = [row.variant, row.hardware, row.strategy]
+    return [row.recipe, *keys] if multi else keys
+
+
+def _block_head(say: Say, keys: Sequence[str], counts: Sequence[str], width: int) -> None:
+    """The head line of a stacked block: ``a · b · c  label N, label N`` (wrapped as
+    units, so no count leaves its label)."""
+    where = units(terminal(" · ".join(keys)))
+    where[-1] += " "  # two spaces between the group and its counts
+    tail = [f"{c}," for c in counts]
+    tail[-1] = tail[-1].rstrip(",")
+    say(wrap([*where, *tail], width, "  ", "      "), "bold")
+
+
+def _print_table(
+    console: Console,
+    headers: Sequence[str],
+    right: Sequence[bool],
+    rows: Sequence[Sequence[Text]],
+    last: str,
+) -> None:
     table = Table(box=box.SIMPLE_HEAD, show_lines=False, expand=False)
-    if multi:
-        table.add_column("recipe")
-    for name in ("variant", "hardware", "strategy"):
-        table.add_column(name)
-    for name in ("combos", "recommended", "guide-only", "declared"):
-        table.add_column(name, justify="right")
-    table.add_column("top reasons (combinations); nearest evidence", overflow="fold")
+    for name, justify in zip(headers, right, strict=True):
+        table.add_column(name, justify="right" if justify else "left", no_wrap=True)
+    table.add_column(last)
     for row in rows:
-        reasons = Text()
-        shown = row.top_reasons(None if show_all else TEXT_REASONS)
-        for index, (label, count) in enumerate(shown):
-            if index:
-                reasons.append("\n")
-            reasons.append(terminal(f"{label} ({count})"))
-        left = len(row.reasons) - len(shown)
-        if left > 0:
-            reasons.append("\n")
-            reasons.append(terminal(f"… {left} more reasons ({SEE_ALL})"))
-        for heading, label, count in row.nearest_lines():
-            reasons.append("\n")
-            reasons.append(terminal(f"{heading} ({count}): {label}"), style="cyan")
+        table.add_row(*row)
+    console.print(table)
+
+
+def _group_lines(row: GroupRow, show_all: bool) -> list[tuple[str, str]]:
+    """``(text, style)`` of a group's top reasons, what was left out, nearest evidence."""
+    shown = row.top_reasons(None if show_all else TEXT_REASONS)
+    lines = [(terminal(f"{label} ({count})"), "") for label, count in shown]
+    left = len(row.reasons) - len(shown)
+    if left > 0:
+        lines.append((terminal(f"… {left} more reasons ({SEE_ALL})"), ""))
+    for heading, label, count in row.nearest_lines():
+        lines.append((terminal(f"{heading} ({count}): {label}"), "cyan"))
+    return lines
+
+
+def _cell(lines: Sequence[tuple[str, str]], room: int) -> Text:
+    """The last cell of a table row: each line wrapped to ``room``."""
+    cell = Text()
+    for text, style in lines:
+        for piece in wrap_text(text, room):
+            if cell:
+                cell.append("\n")
+            cell.append(piece, style=style)
+    return cell
+
+
+def _groups(
+    console: Console, say: Say, rows: list[GroupRow], multi: bool, show_all: bool, width: int
+) -> None:
+    """The actionable groups: a table when its reasons column has room, else blocks."""
+    headers = (["recipe"] if multi else []) + ["variant", "hardware", "strategy"]
+    counts = ["combos", "recommended", "guide-only", "declared"]
+    values = [
+        [terminal(k) for k in _keys(r, multi)]
+        + [str(r.combinations), str(r.recommended), str(r.guide_only), str(r.declared)]
+        for r in rows
+    ]
+    last = "top reasons (combinations); nearest evidence"
+    room = table_room([[h, *(v[i] for v in values)] for i, h in enumerate(headers + counts)], width)
+    if room >= MIN_TEXT:
         cells = [
-            _t(row.variant),
-            _t(row.hardware),
-            _t(row.strategy),
-            _t(row.combinations),
-            _t(row.recommended, "green" if row.recommended else ""),
-            _t(row.guide_only, "yellow" if row.guide_only else ""),
-            _t(row.declared),
-            reasons,
+            [
+                *(Text(v) for v in value[: len(headers)]),
+                Text(str(row.combinations)),
+                Text(str(row.recommended), style="green" if row.recommended else ""),
+                Text(str(row.guide_only), style="yellow" if row.guide_only else ""),
+                Text(str(row.declared)),
+                _cell(_group_lines(row, show_all), room),
+            ]
+            for row, value in zip(rows, values, strict=True)
         ]
-        if multi:
-            cells.insert(0, _t(row.recipe))
-        table.add_row(*cells)
-    return table
+        right = [False] * len(headers) + [True] * len(counts)
+        _print_table(console, headers + counts, right, cells, last)
+        return
+    console.print()
+    for row in rows:
+        tally = [
+            f"combos {row.combinations}",
+            f"recommended {row.recommended}",
+            f"guide-only {row.guide_only}",
+        ]
+        if row.declared:
+            tally.append(f"declared {row.declared}")
+        _block_head(say, _keys(row, multi), tally, width)
+        for text, style in _group_lines(row, show_all):
+            say(wrap_text(text, width, "    ", "      "), style)
+
+
+def _unreachable(
+    console: Console, say: Say, rows: list[tuple[GroupRow, str]], multi: bool, width: int
+) -> None:
+    """The unreachable groups and why: a table when there is room, else blocks."""
+    headers = (["recipe"] if multi else []) + ["variant", "hardware", "strategy", "guide-only"]
+    values = [[terminal(k) for k in _keys(r, multi)] + [str(r.guide_only)] for r, _ in rows]
+    room = table_room([[h, *(v[i] for v in values)] for i, h in enumerate(headers)], width)
+    if room >= MIN_TEXT:
+        cells = [
+            [*(Text(v) for v in value), _cell([(terminal(why), "")], room)]
+            for value, (_, why) in zip(values, rows, strict=True)
+        ]
+        right = [False] * (len(headers) - 1) + [True]
+        _print_table(console, headers, right, cells, "why")
+        return
+    console.print()
+    for row, why in rows:
+        _block_head(say, _keys(row, multi), [f"guide-only {row.guide_only}"], width)
+        say(wrap_text(terminal(why), width, "    ", "    "))
+
+
+def _reverse(console: Console, say: Say, rows: list[ReverseRow], width: int) -> None:
+    """The reverse direction, one row per distinct point: a table when there is room,
+    else blocks."""
+    headers = ["config key", "PRs", "status", "records"]
+    values = [
+        [
+            terminal(item.entry.config_key),
+            terminal(", ".join(item.entry.prs) or "—"),
+            terminal(item.entry.status),
+            str(item.records),
+        ]
+        for item in rows
+    ]
+    details = [
+        terminal(
+            str(item.entry.combinations) if item.entry.status == "reproduced" else item.entry.why
+        )
+        for item in rows
+    ]
+    room = table_room([[h, *(v[i] for v in values)] for i, h in enumerate(headers)], width)
+    if room >= MIN_TEXT:
+        cells = [
+            [
+                Text(value[0]),
+                Text(value[1]),
+                Text(value[2], style="green" if value[2] == "reproduced" else "yellow"),
+                Text(value[3]),
+                _cell([(detail, "")], room),
+            ]
+            for value, detail in zip(values, details, strict=True)
+        ]
+        _print_table(console, headers, [False, False, False, True], cells, "combinations / why")
+        return
+    console.print()
+    for value, detail, item in zip(values, details, rows, strict=True):
+        status = value[2]
+        tally = [status, f"records {item.records}"]
+        if item.entry.status == "reproduced":
+            tally.append(f"combinations {detail}")
+        _block_head(say, [value[0]], tally, width)
+        say(wrap_text(f"PRs: {value[1]}", width, "    ", "      "))
+        if item.entry.status != "reproduced":
+            say(wrap_text(detail, width, "    ", "    "))
