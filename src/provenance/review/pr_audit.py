@@ -25,6 +25,7 @@ gate. The head's changes to them are listed in the diff (``judging_changes``).
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -45,6 +46,7 @@ from provenance.model.ledger import LedgerIdentity
 from provenance.review.diff import DiffReport, diff_reports
 from provenance.review.introduced import recipes_without_evidence
 from provenance.review.revisions import (
+    SHARED_PREFIXES,
     ChangedRecipes,
     changed_recipes,
     judging_changes,
@@ -52,7 +54,13 @@ from provenance.review.revisions import (
     model_paths,
 )
 from provenance.review.tuning import TuningChange, recipe_pairs, tuning_changes
-from provenance.sources.git import Commit, open_repo, resolve_commit
+from provenance.sources.git import (
+    Commit,
+    Repo,
+    changed_paths_between,
+    open_repo,
+    resolve_commit,
+)
 
 
 class PrAuditRequest(BaseModel):
@@ -347,8 +355,26 @@ def _tuning(
     )
 
 
-def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
-    """Audit both sides of the pull request and diff them."""
+def _reading(repo: Repo, base: Commit, head: Commit, changed: ChangedRecipes, models: int) -> str:
+    """The progress line that says what the PR audit reads, and why every recipe when a
+    shared file changed."""
+    if not changed.shared_changed:
+        return f"auditing {len(changed.models)} changed recipe(s) on both sides"
+    shared = sorted(
+        path if path == "taxonomy.yaml" else path.split("/", 1)[0] + "/"
+        for path in changed_paths_between(repo, base, head)
+        if path.startswith(SHARED_PREFIXES)
+    )
+    return (
+        f"{', '.join(dict.fromkeys(shared))} changed: auditing all {models} recipes on both sides"
+    )
+
+
+def run_pr_audit(
+    request: PrAuditRequest, progress: Callable[[str], None] | None = None
+) -> PrAuditResult:
+    """Audit both sides of the pull request and diff them; ``progress`` (the CLI's
+    progress line) is told each phase, first what is read and why."""
     repo = open_repo(request.repo)
     base = resolve_commit(repo, request.base)
     head = resolve_commit(repo, request.head)
@@ -357,6 +383,8 @@ def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
         base_models, head_models = model_paths(base), model_paths(head)
     else:
         base_models = head_models = list(changed.models)
+    if progress is not None:
+        progress(_reading(repo, base, head, changed, len({*base_models, *head_models})))
     # One evidence graph, normaliser and set of judges for both sides: the head's
     # combinations are mostly the base's, so its judgements are memo hits.
     shared = EvidenceCache()
@@ -396,9 +424,13 @@ def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
         _check_filters(
             request.filters, [(Path(base_dir), base_present), (Path(head_dir), head_present)]
         )
+        if progress is not None:
+            progress(f"auditing the base ({len(base_present)} recipe(s))")
         base_report, base_broken = _audit_base(
             base_present, base, request, base_filters, Path(base_dir), shared
         )
+        if progress is not None:
+            progress(f"auditing the head ({len(head_present)} recipe(s))")
         head_report = _audit_side(head_present, head, request, head_filters, Path(head_dir), shared)
         tuning = _tuning(
             Path(base_dir),
@@ -409,6 +441,8 @@ def run_pr_audit(request: PrAuditRequest) -> PrAuditResult:
             narrowed,
             shared,
         )
+    if progress is not None:
+        progress("comparing the two audits")
     diff = diff_reports(
         base_report,
         head_report,

@@ -22,7 +22,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -102,7 +102,12 @@ class _Proven(BaseModel):
     target: TargetRef | None = None
 
 
-def run_suggest(request: SuggestRequest) -> SuggestReport:
+def run_suggest(
+    request: SuggestRequest, progress: Callable[[str], None] | None = None
+) -> SuggestReport:
+    """The suggestions for ``request``'s recipe; ``progress`` (the CLI's progress line)
+    is told each phase."""
+    say = progress or (lambda _message: None)
     resolved = default_inputs(
         AuditInputs(
             recipes=(request.recipe,),
@@ -118,6 +123,7 @@ def run_suggest(request: SuggestRequest) -> SuggestReport:
         ledger=resolved.ledger,
         evidence=resolved.evidence,
     )
+    say(f"auditing {request.recipe}")
     baseline = run_audit(inputs, request.filters, shared=shared)
     root = load_recipes_root(resolved.recipes_root)
     recipe = load_recipe(root, request.recipe)
@@ -150,12 +156,15 @@ def run_suggest(request: SuggestRequest) -> SuggestReport:
         baseline,
         reachable_points(loaded.graph, gpus),
     ) as prover:
+        say("re-auditing the edits that reach validated evidence")
         proven, tried = _reach(
             baseline, recipe, root, loaded.graph, gpus, places, tokens, text, prover
         )
+        say("re-auditing the edits that scope flags to the hardware evidence backs")
         scoped, inexpressible, tried_scope = _scope(
             baseline, recipe, root, loaded.graph, places, hardware_of, text, prover
         )
+        say("combining the proven edits and re-auditing the combination")
         chosen, conflicts, combined = _combine([*proven, *scoped], text, prover)
     costly = sorted(
         (item for item in proven if not item.proof.clean),
