@@ -112,7 +112,7 @@ def runner_findings(
     return _findings(runner, tuple(sorted(relevant.items())), script, scan)
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=4096)
 def _findings(
     runner: RunnerLauncher, env_items: tuple[tuple[str, str], ...], script: str, scan: Scanner
 ) -> RunnerFindings:
