@@ -34,6 +34,55 @@ Generated from the commands themselves by `scripts/gen_cli_docs.py`; do not edit
 
 Errors are printed as one diagnostic on stderr, never as a traceback.
 
+## Global options
+
+Given before the command (`provenance -q audit …`), as pip-audit, ruff and zizmor spell
+them:
+
+* `-V`, `--version`: the version.
+* `-q`, `--quiet`: no progress on stderr; the report, errors, warnings and the gate's
+  lines still print.
+* `-v`, `--verbose`: progress as one line per phase with the time so far, wherever
+  stderr goes.
+* `--color auto|always|never`: colour of the text output. `auto` (the default) colours
+  a terminal only; a non-empty `NO_COLOR` turns it off, else a non-empty `FORCE_COLOR`
+  turns it on (<https://no-color.org>, <https://force-color.org>); `always` and `never`
+  override both.
+
+## Progress
+
+`suggest` (about a minute on MiniMax-M3) and `audit`, for a PR too, say what they do on
+stderr, never on stdout:
+
+* on a terminal: one live line naming the phase, erased when the work ends;
+* in CI (`CI` set and not empty): the first phase at once, then at most one heartbeat
+  line every 10 seconds while the work lasts (`provenance: still auditing the head (3
+  recipe(s)) (20 s)`). A PR audit's first line says what it reads, and why every recipe
+  when the PR changes a shared file (`provenance: taxonomy.yaml changed: auditing all
+  173 recipes on both sides`);
+* elsewhere (stderr is a pipe or a file outside CI: scripts, hooks): nothing, unless
+  `-v`.
+
+## Output width
+
+The text audit is laid out for `COLUMNS` when it is set, else the terminal's width on a
+terminal, else 80 columns (a pipe or a file). A table is printed only when its last
+column (reasons, why) gets at least 40 columns; narrower, each group is a block — the
+group and its counts on one line (`nvfp4 · b200 · single_node_tp  combos 72,
+recommended 0, guide-only 72`), its reasons indented below. No line is cut, and no count
+is parted from its label.
+
+## GitHub annotations
+
+`audit --format github` (and `--report github=PATH`) prints workflow commands that
+GitHub turns into inline annotations on the PR's diff, without code scanning (which a
+fork's PR cannot upload to): `::error file=models/Org/Name.yaml,line=57,title=…::…`.
+The lines are the SARIF report's. The audit annotates each invalid recipe (`error`) and
+each undeclared guide-only finding (`warning`); the PR audit (`--repo/--base/--head`)
+what the gate blocks and each recipe invalid in the head (`error`), and new claims it
+reports without blocking (`notice`). Findings on one line are one annotation. Values are
+escaped as the runner expects (`%`, CR, LF; in properties also `:` and `,`).
+
 """
 
 

@@ -18,7 +18,7 @@ import provenance.review.pr_audit as pr_audit
 from provenance.cli.main import cli
 from provenance.errors import EXIT_GATE, EXIT_NETWORK, EXIT_OK, EXIT_USAGE
 
-FORMATS = ("json", "markdown", "sarif", "text", "html")
+FORMATS = ("json", "markdown", "sarif", "text", "html", "github")
 
 
 def _restore_mxfp8_args(data: dict[str, object]) -> None:
@@ -52,9 +52,9 @@ def test_every_report_comes_from_one_pr_audit(
     calls: list[object] = []
     real = pr_audit.run_pr_audit
 
-    def counted(request: Any) -> Any:
+    def counted(request: Any, progress: Any = None) -> Any:
         calls.append(request)
-        return real(request)
+        return real(request, progress)
 
     monkeypatch.setattr(pr_audit, "run_pr_audit", counted)
     reports = [f"--report={fmt}={tmp_path / f'out.{fmt}'}" for fmt in FORMATS if fmt != "text"]

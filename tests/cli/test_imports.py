@@ -41,6 +41,7 @@ AUDIT_JSON_ALLOWED = {
         "provenance.cli.main",
         "provenance.cli.audit",
         "provenance.cli.options",
+        "provenance.cli.progress",
         "provenance.cli.runner",
     },
     "provenance.report": {"provenance.report.formats", "provenance.report.json_report"},

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple, TextIO
 
 import click
 
-from provenance.cli.options import audit_filters, enumeration_options, input_options
+from provenance.cli.options import audit_filters, enumeration_options, input_options, settings
 from provenance.cli.runner import run
 from provenance.errors import EXIT_GATE, EXIT_INPUT, EXIT_OK, UsageError
 from provenance.report.formats import FORMATS
@@ -75,7 +75,13 @@ def _write_targets(write: Callable[[str, TextIO], None], targets: Sequence[Repor
 @input_options
 @enumeration_options
 @click.option(
-    "--format", "fmt", type=click.Choice(sorted(FORMATS)), default="text", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(sorted(FORMATS)),
+    default="text",
+    show_default=True,
+    help="github: GitHub Actions annotations (::error file=…,line=…::…) for inline "
+    "feedback without code scanning.",
 )
 @click.option("--strict", is_flag=True, help="Exit 1 if a guide-only combination is undeclared.")
 @click.option(
@@ -192,12 +198,16 @@ def audit(
             return _pr_audit(
                 repo, base, head, ledger, evidence, filters, fmt, output, targets, github
             )
-        report = run_audit(
-            AuditInputs(
-                recipes=recipes, recipes_root=recipes_root, ledger=ledger, evidence=evidence
-            ),
-            filters,
-        )
+        from provenance.cli.progress import progress_for
+
+        with progress_for(settings(), sys.stderr) as progress:
+            progress(f"auditing {', '.join(recipes) or 'every recipe'}")
+            report = run_audit(
+                AuditInputs(
+                    recipes=recipes, recipes_root=recipes_root, ledger=ledger, evidence=evidence
+                ),
+                filters,
+            )
         if report.errors and not report.recipes:
             # every recipe is invalid: nothing was audited, so no report is written
             from provenance.escaping import terminal
@@ -209,7 +219,8 @@ def audit(
             if fmt == "text":
                 from provenance.report.text import write as write_text
 
-                write_text(report, sys.stdout, color=sys.stdout.isatty(), show_all=show_all)
+                color = settings().use_color(sys.stdout)
+                write_text(report, sys.stdout, color=color, show_all=show_all)
             else:
                 write_report(report, fmt, sys.stdout, show_all=show_all)
         _write_targets(
@@ -277,19 +288,20 @@ def _pr_audit(
     targets: Sequence[ReportTarget],
     github: _GitHubRequest,
 ) -> int:
-    from provenance.report.pr import gate_exit_code, write_pr_audit
+    from provenance.cli.progress import progress_for
+    from provenance.report.pr import gate_exit_code
     from provenance.review.pr_audit import PrAuditRequest, run_pr_audit
 
     if repo is None or not base or not head:
         raise UsageError("--repo, --base and --head go together")
-    result = run_pr_audit(
-        PrAuditRequest(
-            repo=repo, base=base, head=head, ledger=ledger, evidence=evidence, filters=filters
-        )
+    request = PrAuditRequest(
+        repo=repo, base=base, head=head, ledger=ledger, evidence=evidence, filters=filters
     )
+    with progress_for(settings(), sys.stderr) as progress:
+        result = run_pr_audit(request, progress)
     if output is None:
-        write_pr_audit(result, fmt, sys.stdout)
-    _write_targets(lambda name, out: write_pr_audit(result, name, out), targets)
+        _write_pr(result, fmt, sys.stdout)
+    _write_targets(lambda name, out: _write_pr(result, name, out), targets)
     if github.pr and result.head_report is not None:
         _github_check(result.head_report, github)
     if result.diff.errors:
@@ -310,6 +322,19 @@ def _pr_audit(
             err=True,
         )
     return gate_exit_code(result)
+
+
+def _write_pr(result: Any, fmt: str, out: TextIO) -> None:
+    """The PR audit in ``fmt``: GitHub annotations here, every other format in
+    :func:`provenance.report.pr.write_pr_audit`."""
+    if fmt == "github":
+        from provenance.report.annotations import write_pr
+
+        write_pr(result.head_report, result.base_report, result.diff, out)
+        return
+    from provenance.report.pr import write_pr_audit
+
+    write_pr_audit(result, fmt, out)
 
 
 def _github_check(report: Any, github: _GitHubRequest) -> None:

@@ -95,9 +95,29 @@ def _unavailable(name: str, help_text: str) -> click.Command:
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="provenance")
-def cli() -> None:
-    """provenance: prove every flag of a vLLM serving recipe was benchmarked."""
+@click.version_option(__version__, "-V", "--version", prog_name="provenance")
+@click.option(
+    "-q", "--quiet", is_flag=True, help="No progress on stderr (reports, errors, warnings stay)."
+)
+@click.option("-v", "--verbose", count=True, help="Progress as one line per phase with its time.")
+@click.option(
+    "--color",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="Colour the text output: auto = on a terminal, unless NO_COLOR is set "
+    "(FORCE_COLOR set: always).",
+)
+@click.pass_context
+def cli(ctx: click.Context, quiet: bool, verbose: int, color: str) -> None:
+    """provenance: prove every flag of a vLLM serving recipe was benchmarked.
+
+    The options before the command apply to every command (docs/cli.md, "Global
+    options"); progress goes to stderr (docs/cli.md, "Progress").
+    """
+    from provenance.cli.options import Settings  # not at start-up: only when a command runs
+
+    ctx.obj = Settings(quiet=quiet, verbose=verbose, color=color)
 
 
 def main(argv: list[str] | None = None) -> NoReturn:

@@ -134,3 +134,39 @@ def audit_filters(
         pd_pairing=pd_pairing,
         kv=kv,
     )
+
+
+# ---------------------------------------------------------------------------------------
+# The global options of the ``provenance`` group (declared in ``cli.main``, which
+# imports nothing else at start-up; docs/cli.md, "Global options")
+
+
+class Settings:
+    """``-q/--quiet``, ``-v/--verbose`` and ``--color``, given before the command name;
+    a command reads them with :func:`settings` (defaults when it runs without the group)."""
+
+    def __init__(self, quiet: bool = False, verbose: int = 0, color: str = "auto") -> None:
+        self.quiet = quiet
+        self.verbose = 0 if quiet else verbose
+        self.color = color
+
+    def use_color(self, stream: Any) -> bool:
+        """Colour on ``stream``: ``--color always|never`` decides; ``auto`` honours
+        ``NO_COLOR`` (set and not empty: never), then ``FORCE_COLOR`` (set and not empty:
+        always), else colours a terminal only."""
+        import os
+
+        if self.color != "auto":
+            return self.color == "always"
+        if os.environ.get("NO_COLOR"):
+            return False
+        if os.environ.get("FORCE_COLOR"):
+            return True
+        return bool(getattr(stream, "isatty", lambda: False)())
+
+
+def settings() -> Settings:
+    """The global options of the running command (defaults outside a click context)."""
+    ctx = click.get_current_context(silent=True)
+    found = ctx.find_object(Settings) if ctx is not None else None
+    return found if found is not None else Settings()

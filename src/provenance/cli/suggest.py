@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from provenance.cli.options import audit_filters, enumeration_options, input_options
+from provenance.cli.options import audit_filters, enumeration_options, input_options, settings
 from provenance.cli.runner import run
 from provenance.errors import EXIT_OK
 
@@ -52,20 +52,21 @@ def suggest(
     """
 
     def action() -> int:
+        from provenance.cli.progress import progress_for
         from provenance.report.suggest import write
         from provenance.review.suggest.run import SuggestRequest, run_suggest
 
-        report = run_suggest(
-            SuggestRequest(
-                recipe=recipe,
-                recipes_root=recipes_root,
-                ledger=ledger,
-                evidence=evidence,
-                filters=audit_filters(
-                    variants, hardware, strategies, features, pd_nodes, pd_pairing, kv
-                ),
-            )
+        request = SuggestRequest(
+            recipe=recipe,
+            recipes_root=recipes_root,
+            ledger=ledger,
+            evidence=evidence,
+            filters=audit_filters(
+                variants, hardware, strategies, features, pd_nodes, pd_pairing, kv
+            ),
         )
+        with progress_for(settings(), sys.stderr) as progress:
+            report = run_suggest(request, progress)
         if output is None:
             write(report, fmt, sys.stdout)
         else:

@@ -18,6 +18,7 @@ FORMATS: dict[str, str] = {
     "markdown": "provenance.report.markdown",
     "sarif": "provenance.report.sarif",
     "html": "provenance.report.html",
+    "github": "provenance.report.annotations",
 }
 
 
