@@ -26,12 +26,14 @@ BIN = Path(sys.executable).parent
 
 def command_env() -> dict[str, str]:
     """The environment a shown command runs in: this interpreter's console scripts first
-    on PATH, a fixed terminal width (tables wrap the same everywhere), no colour."""
+    on PATH, a fixed terminal width (tables wrap the same everywhere), no colour, and
+    not CI (no progress heartbeat on stderr, whose count follows the machine's speed)."""
     return {
         **os.environ,
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         "COLUMNS": "160",
         "NO_COLOR": "1",
+        "CI": "",
     }
 
 
