@@ -28,7 +28,7 @@ LEDGER, EVIDENCE = REPO_ROOT / "ledger", REPO_ROOT / "evidence"
 TAXONOMY = yaml.safe_load((EMBEDDED / "taxonomy.yaml").read_text())
 AMD = {hw for hw, p in TAXONOMY["hardware_profiles"].items() if p.get("brand") == "AMD"}
 #: ``- backs <flags> · variants <…> · on <hardware> · roles <…>``
-BACKS_HARDWARE = re.compile(r"^\s*- backs .* · on (?P<hw>.*?) · roles ")
+BACKS_HARDWARE = re.compile(r"^\s*- (?:backs|ran) .* · on (?P<hw>.*?) · roles ")
 
 
 def _amd_only(data: dict[str, Any]) -> None:
@@ -38,10 +38,15 @@ def _amd_only(data: dict[str, Any]) -> None:
 
 
 def _backed_hardware(block: str) -> dict[str, set[str]]:
-    """Evidence PR (``InferenceX\\#N``) -> the hardware its ``backs`` lines name."""
+    """Evidence PR (``InferenceX\\#N``) -> the hardware its ``backs`` and ``ran`` lines name
+    (the PRs set aside as not evidence are not evidence PRs)."""
     out: dict[str, set[str]] = {}
-    pr = ""
+    pr, aside = "", False
     for line in block.splitlines():
+        if line.startswith("#### "):
+            pr, aside = "", line.startswith("#### Not evidence")
+        if aside:
+            continue
         head = re.match(r"^- \*\*\[(?P<pr>[^\]]+)\]", line)
         if head:
             pr = head["pr"]

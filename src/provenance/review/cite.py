@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -9,7 +10,9 @@ from pydantic import BaseModel, ConfigDict
 from provenance.audit.pipeline import AuditFilters, AuditInputs, ledger_dirs, run_audit
 from provenance.audit.verdicts import AuditReport
 from provenance.errors import UsageError
+from provenance.model.ledger import LedgerEntry
 from provenance.review.citations import Lang, build_citations, render_citations
+from provenance.review.served import PrStanding, standings
 
 
 class CiteRequest(BaseModel):
@@ -101,11 +104,46 @@ def cite(request: CiteRequest) -> str:
     cited = cite_report(request)
     if cited is None:
         return "<!-- provenance: this PR changes no recipe; nothing to cite -->\n"
-    ledger, _evidence = ledger_dirs(AuditInputs(ledger=request.ledger, evidence=request.evidence))
+    ledger, evidence = ledger_dirs(AuditInputs(ledger=request.ledger, evidence=request.evidence))
+    entries = Ledger(ledger).entries()
     citations = build_citations(
         cited.report,
-        Ledger(ledger).entries(),
+        entries,
         changed=cited.changed,
         no_evidence=cited.no_evidence,
+        standing=report_standings(cited.report, entries, evidence),
     )
     return render_citations(citations, request.langs)
+
+
+def cited_records(report: AuditReport) -> dict[str, set[str]]:
+    """PR -> the records the report cites with it (flag evidence, evidence, nearest)."""
+    cited: dict[str, set[str]] = {}
+    for entry in report.verdicts:
+        refs = [*entry.evidence, *(f for r in entry.roles for fl in r.flags for f in fl.evidence)]
+        pairs = [(ref.record, ref.prs) for ref in refs]
+        pairs += [(near.record, near.prs) for near in (*entry.nearest, *entry.nearest_overall)]
+        for record, prs in pairs:
+            for pr in prs:
+                cited.setdefault(pr, set()).add(record)
+    return cited
+
+
+def report_standings(
+    report: AuditReport, entries: Sequence[LedgerEntry], evidence: Path
+) -> dict[str, PrStanding]:
+    """Each cited PR's standing (:mod:`~provenance.review.served`), judged over every
+    record of the checkpoints its cited records ran."""
+    from provenance.audit.normaliser import PolicyNormaliser
+    from provenance.store.evidence import EvidenceStore
+    from provenance.store.record_index import load_scoped
+    from provenance.store.verified import VerifiedRecords
+
+    cited = cited_records(report)
+    if not cited:
+        return {}
+    store = EvidenceStore(evidence)
+    ids = {record for records in cited.values() for record in records}
+    checkpoints = {r.checkpoint for r in store.load_ids(ids, VerifiedRecords.open()).values()}
+    records = load_scoped(store, checkpoints, VerifiedRecords.open()).records
+    return standings(entries, records, cited, PolicyNormaliser().role_major)
