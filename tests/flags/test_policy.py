@@ -135,8 +135,12 @@ def test_num_speculative_tokens_basis_cites_both_sources() -> None:
 
 
 def test_unknown_key_basis() -> None:
-    assert default_policy().basis("brand_new_flag") == UNKNOWN_BASIS
+    # a flag no vLLM version has says so before the catch-all's basis (docs/flags.md)
+    assert default_policy().basis("brand_new_flag") == (
+        f"not a flag of vLLM 0.10.1–0.27.1 (vLLM refuses it): {UNKNOWN_BASIS}"
+    )
     assert default_policy().rule_for("brand_new_flag") is None
+    assert Policy(knowledge=False).basis("brand_new_flag") == UNKNOWN_BASIS
 
 
 def test_classification_is_memoised_and_stable() -> None:

@@ -5,7 +5,11 @@ kernels, speculative decoding) and must each be matched by benchmark
 evidence; ``tuning`` flags are per-point InferenceX tuning; ``harness`` flags
 are plumbing (ports, hosts, placement, logging, NCCL/UCX env); ``functional`` flags
 change behaviour, not performance (parsers, chat templates). A key no rule
-names is ``major``: an unclassified flag is never silently ignored.
+names takes the class vLLM's own knowledge gives it (its config group, or ``major``
+for a ``VLLM_*`` environment variable of ``vllm/envs.py``:
+:mod:`provenance.normalise.vllm_policy`); a key neither knows is ``major``: an
+unclassified flag is never silently ignored, and one no vLLM version has is said to be
+"not a flag of vLLM".
 
 The default table starts from ``specs/inferencex-evidence-spec.md`` §7 (which
 in turn cites InferenceX ``docs/PR_REVIEW_CHECKLIST.md`` and the codeowner
@@ -54,11 +58,20 @@ from provenance.model.flags import FlagClass, FlagSet
 from provenance.normalise.aliases import DEFAULT_ALIASES, AliasRule, AliasTable
 from provenance.normalise.canonical import ONE_BY_DEFAULT
 from provenance.normalise.context import DEFAULT_CONTEXT_RULES, ContextRule, ContextRules
+from provenance.normalise.vllm_knowledge import versions
+from provenance.normalise.vllm_policy import (
+    FIELD_CLASSES,
+    GROUP_CLASSES,
+    knowledge_class,
+    not_a_vllm_flag,
+)
 
 __all__ = [
     "COMPARED_DEFAULTS",
     "DEFAULT_RULES",
+    "KNOWLEDGE",
     "POLICY_FILES",
+    "TOOL_INJECTED_ENV",
     "UNKNOWN_BASIS",
     "Policy",
     "PolicyRule",
@@ -74,6 +87,9 @@ MAJOR = FlagClass.MAJOR
 TUNING = FlagClass.TUNING
 HARNESS = FlagClass.HARNESS
 FUNCTIONAL = FlagClass.FUNCTIONAL
+
+#: The origin of a rule that vLLM's knowledge gives (:mod:`provenance.normalise.vllm_policy`).
+KNOWLEDGE = "vllm"
 
 UNKNOWN_BASIS = (
     "unclassified key: major by default (spec §7 catch-all, "
@@ -201,6 +217,88 @@ _KV_FAILURE = (
 _RECIPES_S4 = (
     "recipes-builder-spec §4 step 6: env the builder emits per PD pool / multi-node rendezvous "
     "(placement plumbing, like NCCL_SOCKET_IFNAME)"
+)
+
+
+_ENV_BUILD = (
+    "build hint ({}): the target architectures of kernels compiled just in time, not a "
+    "choice of kernel or precision (spec §7: harness)"
+)
+_ENV_HOST = (
+    "host runtime ({}): CPU threads, allocator or queues of the process (spec §7: tuning, "
+    "like GPU_MAX_HW_QUEUES)"
+)
+_ENV_RUNTIME_KERNEL = _S7_KERNEL_ANALOGY + " ({})"
+_ENV_VLLM_TIMEOUT = (
+    "vLLM envs.py: a timeout ({}): how long to wait, not what is served (spec §7: harness)"
+)
+_ENV_VLLM_TUNING = "vLLM envs.py ({}): a size or threshold of the engine (spec §7: tuning)"
+_ENV_FOREIGN = (
+    "{}: not in vLLM's envs.py of any covered version (a custom image's switch); reviewed by name "
+    "(spec §7 classes)"
+)
+_INJECTED = (
+    "set for every point by InferenceX's benchmark workflow (benchmark-tmpl.yml and the "
+    "multi-node templates), which provenance's point evaluation reproduces "
+    "(evidence.inferencex.scripts, amd_disagg): a workflow input, never a serving choice "
+    "(spec §7: harness)"
+)
+
+#: Environment names the InferenceX benchmark workflow sets for every point, as
+#: provenance's point evaluation synthesises them (``evidence.inferencex.scripts``,
+#: ``evidence.inferencex.amd_disagg``); a launcher that exports one passes it on to the
+#: server, where it means nothing. ``tests/flags/test_policy_vllm.py`` checks the list
+#: against those modules.
+TOOL_INJECTED_ENV: tuple[str, ...] = (
+    "CONC",
+    "CONC_LIST",
+    "DCP_SIZE",
+    "DISAGG",
+    "DP_ATTENTION",
+    "DURATION",
+    "EP_SIZE",
+    "EVAL_ONLY",
+    "EXP_NAME",
+    "FRAMEWORK",
+    "FRAMEWORK_SUFFIX",
+    "FW_SUFFIX",
+    "GITHUB_WORKSPACE",
+    "GPU_COUNT",
+    "IMAGE",
+    "ISL",
+    "IS_AGENTIC",
+    "IS_MULTINODE",
+    "KV_OFFLOADING",
+    "KV_OFFLOAD_BACKEND",
+    "LEGACY_FW_SUFFIX",
+    "MAX_MODEL_LEN",
+    "MODEL",
+    "MODEL_CODE",
+    "MODEL_NAME",
+    "MODEL_PATH",
+    "MODEL_PREFIX",
+    "NODE0_ADDR",
+    "OSL",
+    "PCP_SIZE",
+    "PORT",
+    "PP_SIZE",
+    "PRECISION",
+    "PROXY_PING_PORT",
+    "RANDOM_RANGE_RATIO",
+    "RESULT_DIR",
+    "RESULT_FILENAME",
+    "RUNNER_NAME",
+    "RUNNER_TYPE",
+    "RUN_EVAL",
+    "SCENARIO_SUBDIR",
+    "SCENARIO_TYPE",
+    "SERVED_MODEL",
+    "SERVER_PORT",
+    "SPEC_DECODING",
+    "SPEC_SUFFIX",
+    "TOTAL_CPU_DRAM_GB",
+    "TP",
+    "USER",
 )
 
 
@@ -395,6 +493,89 @@ DEFAULT_RULES: tuple[PolicyRule, ...] = _rules(
         ("env:AWS_*", HARNESS, _ENV_STORAGE.format("object storage credentials, AWS_*")),
         ("env:S3_*", HARNESS, _ENV_STORAGE.format("object storage, S3_*")),
         ("env:SAFETENSORS_*", HARNESS, _ENV_STORAGE.format("safetensors loading")),
+        # --- environment of other programs, reviewed by name ----------------------
+        ("env:TORCH_CUDA_ARCH_LIST", HARNESS, _ENV_BUILD.format("PyTorch extensions")),
+        ("env:CUTE_DSL_ARCH", HARNESS, _ENV_BUILD.format("CuTe DSL")),
+        ("env:DG_JIT_CACHE_DIR", HARNESS, _ENV_STORAGE.format("DeepGEMM JIT cache directory")),
+        (
+            "env:FLASH_ATTENTION_CUTE_DSL_CACHE_ENABLED",
+            HARNESS,
+            _ENV_STORAGE.format("FlashAttention CuTe DSL compile cache"),
+        ),
+        ("env:TILELANG_CLEANUP_TEMP_FILES", HARNESS, _S7_HARNESS + " (TileLang temp files)"),
+        ("env:WITH_NVIDIA_PEERMEM", HARNESS, _S7_HARNESS + " (GPUDirect RDMA, like UCX_*)"),
+        ("env:ETCD_*", HARNESS, _S7_HARNESS + " (Dynamo's etcd discovery, like DYN_*)"),
+        ("env:TP_SOCKET_IFNAME", HARNESS, _RECIPES_S4),
+        ("env:MN_IF_NAME", HARNESS, _RECIPES_S4),
+        ("env:OMPI_MCA_*", HARNESS, _S7_HARNESS + " (Open MPI transport)"),
+        ("env:EVAL_CONCURRENT_REQUESTS", HARNESS, _S7_HARNESS + " (benchmark harness eval)"),
+        ("env:OMP_*", TUNING, _ENV_HOST.format("OpenMP")),
+        ("env:PYTORCH_*ALLOC_CONF", TUNING, _ENV_HOST.format("PyTorch allocator")),
+        ("env:HSA_NO_SCRATCH_RECLAIM", TUNING, _ENV_HOST.format("ROCm scratch memory")),
+        ("env:HIP_FORCE_DEV_KERNARG", TUNING, _ENV_HOST.format("HIP kernel arguments")),
+        ("env:HCCL_BUFFSIZE", TUNING, _ENV_HOST.format("Ascend HCCL buffer")),
+        ("env:TORCH_SYMMMEM", TUNING, _S7_TUNING + " (communication, like symmetric memory)"),
+        ("env:AITER_*", MAJOR, _ENV_RUNTIME_KERNEL.format("AITER kernel settings")),
+        ("env:AMDGCN_USE_BUFFER_OPS", MAJOR, _ENV_RUNTIME_KERNEL.format("Triton AMD codegen")),
+        ("env:B12X_*", MAJOR, _ENV_RUNTIME_KERNEL.format("B12X kernels")),
+        ("env:CUDA_LAUNCH_BLOCKING", MAJOR, _S7_CATCH_ALL + ": serialises every kernel launch"),
+        # --- vLLM's own environment, reviewed (vllm/envs.py) -----------------------
+        ("env:VLLM_*TIMEOUT*", HARNESS, _ENV_VLLM_TIMEOUT.format("VLLM_*TIMEOUT*")),
+        ("env:VLLM_SERVER_DEV_MODE", HARNESS, _S7_HARNESS + " (development endpoints)"),
+        (
+            "env:VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS",
+            TUNING,
+            _ENV_VLLM_TUNING.format("KV cache memory profiling, like gpu_memory_utilization"),
+        ),
+        ("env:VLLM_SPARSE_INDEXER_MAX_LOGITS_MB", TUNING, _ENV_VLLM_TUNING.format("workspace")),
+        ("env:VLLM_MAX_TOKENS_PER_EXPERT_FP4_MOE", TUNING, _ENV_VLLM_TUNING.format("MoE chunk")),
+        (
+            "env:VLLM_PREFIX_CACHE_RETENTION_INTERVAL",
+            TUNING,
+            _ENV_VLLM_TUNING.format("prefix cache, like enable_prefix_caching"),
+        ),
+        (
+            "env:VLLM_ALLREDUCE_USE_FLASHINFER",
+            TUNING,
+            _S7_TUNING + " (communication, like VLLM_FLASHINFER_ALLREDUCE_BACKEND)",
+        ),
+        (
+            "env:VLLM_MOE_ROUTING_SIMULATION_STRATEGY",
+            MAJOR,
+            _CHANGES + "simulated expert routing changes which experts run",
+        ),
+        (
+            "env:VLLM_ROUTED_DOWN_PROJ_STREAM_TOKEN_THRESHOLD",
+            TUNING,
+            _ENV_FOREIGN.format("a stream threshold")
+            + "; tuning like VLLM_SHARED_EXPERTS_STREAM_TOKEN_THRESHOLD",
+        ),
+        (
+            "env:VLLM_V2_WARMUP_MAX_NUM_SEQS",
+            TUNING,
+            _ENV_FOREIGN.format("warm-up batch size") + "; tuning like max_num_seqs",
+        ),
+        (
+            "env:VLLM_CONNECTOR_PREFETCH_*",
+            MAJOR,
+            _ENV_FOREIGN.format("KV connector prefetch") + "; major like kv_transfer_config",
+        ),
+        (
+            "kernel_config.enable_cutedsl_warmup",
+            TUNING,
+            _S7_TUNING + " (kernel warm-up at start-up)",
+        ),
+        (
+            "env:VLLM_DSV4_MEGA_FP8_COMBINE",
+            MAJOR,
+            _ENV_FOREIGN.format("MoE combine precision") + "; numerics (major)",
+        ),
+        (
+            "env:VLLM_ENABLE_K3_LATENT_MOE_TAIL_FUSION",
+            MAJOR,
+            _ENV_FOREIGN.format("MoE kernel fusion") + "; kernel selection (major)",
+        ),
+        *((f"env:{name}", HARNESS, _INJECTED) for name in TOOL_INJECTED_ENV),
         ("init_timeout", HARNESS, _S7_HARNESS + " (timeout)"),
         ("distributed_executor_backend", HARNESS, _S7_HARNESS + " (process launcher)"),
         ("enable_sleep_mode", HARNESS, _S7_HARNESS + " (server lifecycle)"),
@@ -473,6 +654,7 @@ class Policy:
         "_rules",
         "aliases",
         "context",
+        "knowledge",
         "origin",
     )
 
@@ -484,8 +666,10 @@ class Policy:
         origin: str = "default",
         aliases: Iterable[AliasRule] = DEFAULT_ALIASES,
         context: Iterable[ContextRule] = DEFAULT_CONTEXT_RULES,
+        knowledge: bool = True,
     ) -> None:
         self._layers = (_Layer(overrides), _Layer(rules))
+        self.knowledge = knowledge
         self._rules: dict[str, PolicyRule | None] = {}
         self._classes: dict[str, FlagClass] = {}
         self._context_memo: dict[tuple[FlagSet, str | None], FlagSet] = {}
@@ -499,9 +683,13 @@ class Policy:
         """A hash of every rule, alias and context rule: equal digests compare alike (the
         key of whatever is computed under a policy, such as a normalised evidence graph)."""
         if self._digest is None:
-            parts = [[r.model_dump(mode="json") for r in layer.rules] for layer in self._layers]
+            parts: list[object] = [
+                [r.model_dump(mode="json") for r in layer.rules] for layer in self._layers
+            ]
             parts.append([r.model_dump(mode="json") for r in self.aliases.rules])
             parts.append([r.model_dump(mode="json") for r in self.context.rules])
+            if self.knowledge:
+                parts.append(_knowledge_digest_part())
             text = json.dumps(parts, sort_keys=True, separators=(",", ":"))
             self._digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
         return self._digest
@@ -515,16 +703,25 @@ class Policy:
         return self._layers[1].rules
 
     def rule_for(self, key: str) -> PolicyRule | None:
-        """The rule that decides ``key`` (``None``: no rule, so major by default)."""
+        """The rule that decides ``key``: an override, else a default rule, else the class
+        vLLM's knowledge gives it (:mod:`provenance.normalise.vllm_policy`, origin
+        ``vllm``); ``None``: no rule, so major by default."""
         if key in self._rules:
             return self._rules[key]
         target = self.aliases.canonical(key)
         found = self._layers[0].find(target) or self._layers[1].find(target)
+        if found is None and self.knowledge:
+            known = knowledge_class(target)
+            if known is not None:
+                found = PolicyRule(
+                    pattern=target, flag_class=known[0], basis=known[1], origin=KNOWLEDGE
+                )
         self._rules[key] = found
         return found
 
     def is_classified(self, key: str) -> bool:
-        """Whether a rule names ``key`` (else it is major only by the catch-all)."""
+        """Whether a rule or vLLM's knowledge names ``key`` (else it is major only by the
+        catch-all)."""
         return self.rule_for(key) is not None
 
     def classify(self, key: str) -> FlagClass:
@@ -538,7 +735,12 @@ class Policy:
     def basis(self, key: str) -> str:
         rule = self.rule_for(key)
         text = UNKNOWN_BASIS if rule is None else rule.basis
-        if rule is not None and rule.origin != "default":
+        unknown = None
+        if rule is None and self.knowledge:
+            unknown = not_a_vllm_flag(self.aliases.canonical(key))
+        if unknown is not None:
+            text = f"{unknown}: {text}"
+        if rule is not None and rule.origin not in ("default", KNOWLEDGE):
             text = f"{rule.origin}: {text}"
         alias = self.aliases.rule_of(key)
         if alias is not None:
@@ -590,6 +792,16 @@ class Policy:
         for key, value in flags.items():
             split[self.classify(key)][key] = value
         return {cls: FlagSet(items) for cls, items in split.items()}
+
+
+def _knowledge_digest_part() -> list[object]:
+    """What the classes from vLLM's knowledge depend on: the reviewed tables and the
+    covered versions (their files are fixed per version)."""
+    return [
+        sorted((g, c.value, r) for g, (c, r) in GROUP_CLASSES.items()),
+        sorted((k, c.value, r) for k, (c, r) in FIELD_CLASSES.items()),
+        list(versions()),
+    ]
 
 
 def _by_specificity(rules: Iterable[PolicyRule]) -> tuple[PolicyRule, ...]:

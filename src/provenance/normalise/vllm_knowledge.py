@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from provenance.errors import InputError
 
-__all__ = ["EnvFacts", "FlagFacts", "VllmTable", "table", "versions"]
+__all__ = ["EnvFacts", "FlagFacts", "VllmTable", "raw", "table", "versions"]
 
 _PACKAGE = "provenance.normalise"
 _DATA = "vllm_data"
@@ -89,6 +89,15 @@ def _read(name: str) -> dict[str, Any]:
 def versions() -> tuple[str, ...]:
     """The vLLM versions the shipped table covers, oldest first."""
     return tuple(_read("index.json")["versions"])
+
+
+@functools.cache
+def raw(version: str) -> dict[str, Any]:
+    """The shipped table of ``version`` as plain JSON data (no validation: the audit's
+    fast path; :func:`table` validates the same file)."""
+    if version not in versions():
+        table(version)  # the error naming the known versions
+    return _read(f"{version}.json")
 
 
 @functools.cache
