@@ -80,8 +80,9 @@ fork's PR cannot upload to): `::error file=models/Org/Name.yaml,line=57,title=â€
 The lines are the SARIF report's. The audit annotates each invalid recipe (`error`) and
 each undeclared guide-only finding (`warning`); the PR audit (`--repo/--base/--head`)
 what the gate blocks and each recipe invalid in the head (`error`), and new claims it
-reports without blocking (`notice`). Findings on one line are one annotation. Values are
-escaped as the runner expects (`%`, CR, LF; in properties also `:` and `,`).
+reports without blocking (`notice`), after one `notice` naming the ledger. Findings on
+one line are one annotation. Values are escaped as the runner expects (`%`, CR, LF; in
+properties also `:` and `,`).
 
 """
 

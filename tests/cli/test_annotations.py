@@ -41,7 +41,8 @@ def test_audit_annotations_sit_on_the_sarif_lines(monkeypatch: pytest.MonkeyPatc
     runner = CliRunner()
     done = runner.invoke(cli, [*args, "--format", "github"])
     assert done.exit_code == 0, done.output
-    lines = done.stdout.splitlines()
+    ledger, *lines = done.stdout.splitlines()
+    assert ledger.startswith("::notice title=provenance::ledger ")
     assert lines
     found = set()
     for line in lines:
@@ -111,7 +112,9 @@ def test_pr_annotations_block_on_the_head_and_name_the_repository_path(toy: Path
     args = ["audit", "--repo", str(toy), "--base", base, "--head", head, *_stores(toy)]
     done = CliRunner().invoke(cli, [*args, "--features", "none", "--format", "github"])
     assert done.exit_code == 3, done.output
-    matches = [LINE.fullmatch(x) for x in done.stdout.splitlines()]
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("::notice title=provenance::ledger ")
+    matches = [LINE.fullmatch(x) for x in lines[1:]]
     assert all(matches), done.stdout
     assert (BROKEN, str(line), "error") in {
         (m["file"], m["line"], m["level"]) for m in matches if m

@@ -12,7 +12,8 @@ the two never disagree:
 * the PR audit: what the gate blocks (``error``), each new claim it reports without
   blocking (``notice``) and each recipe invalid in the head (``error``).
 
-Findings on one line become one annotation (GitHub shows one per line anyway), naming
+A first ``notice`` names the ledger the findings were judged against. Findings on one
+line become one annotation (GitHub shows one per line anyway), naming
 at most :data:`MAX_PER_LINE` of them. Values are escaped as the runner's command parser
 expects: in the message ``%``, CR and LF; in a property also ``:`` and ``,``.
 """
@@ -88,15 +89,16 @@ def from_sarif(document: Mapping[str, Any], levels: Iterable[str] | None = None)
     return lines
 
 
-def _write(lines: list[str], out: TextIO) -> None:
-    out.write("".join(f"{line}\n" for line in lines))
+def _write(ledger: str, lines: list[str], out: TextIO) -> None:
+    head = [f"::notice title=provenance::{escape_data(terminal(ledger))}"] if ledger else []
+    out.write("".join(f"{line}\n" for line in (*head, *lines)))
 
 
 def write(report: AuditReport, out: TextIO) -> None:
     """The annotations of an audit (module docstring)."""
     from provenance.report.sarif import build
 
-    _write(from_sarif(build(report), AUDIT_LEVELS), out)
+    _write(report.ledger_line(), from_sarif(build(report), AUDIT_LEVELS), out)
 
 
 def write_pr(
@@ -104,13 +106,15 @@ def write_pr(
 ) -> None:
     """The annotations of a PR audit (module docstring); without a head audit (no recipe
     of the head loads) only its invalid recipes, each ``<rev>:<path>`` on its path."""
+    ledger = diff.ledger_source.describe() if diff.ledger_source is not None else ""
     if head is not None:
         from provenance.report.sarif import build_pr
 
-        _write(from_sarif(build_pr(head, base, diff)), out)
+        _write(ledger, from_sarif(build_pr(head, base, diff)), out)
         return
     revision = f"{diff.head}:"
     _write(
+        ledger,
         [
             command(
                 "error",
