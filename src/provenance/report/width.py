@@ -1,6 +1,6 @@
 """How wide the text report is, and wrapping that never parts a label from its number.
 
-The width (:func:`resolve_width`, docs/cli.md "Output width"): ``--width``/``width=``
+The width (:func:`resolve_width`, docs/cli.md "Output width"): the writer's ``width=``
 when given, else ``COLUMNS`` when it is a positive integer, else the terminal's width
 on a terminal, else :data:`PIPE_WIDTH` (a pipe or a file: a pager or an editor on an
 80-column screen shows it unwrapped).
