@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from provenance.model.flags import FlagClass
+from provenance.model.flags import FlagClass, FlagSet
 from provenance.normalise.policy import (
     DEFAULT_RULES,
     KNOWLEDGE,
@@ -23,6 +23,7 @@ from provenance.normalise.vllm_policy import (
     GROUP_CLASSES,
     known_flags,
     not_a_vllm_flag,
+    stable_defaults,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,3 +166,28 @@ def test_docs_list_the_group_and_field_tables() -> None:
         assert f"| `{group}` | {cls.value} | {reason} |" in text, group
     for key, (cls, reason) in FIELD_CLASSES.items():
         assert f"| `{key}` | {cls.value} | {reason} |" in text, key
+
+
+def test_an_explicit_default_equals_its_absence_on_both_sides() -> None:
+    policy = default_policy()
+    # vLLM's --moe-backend default is auto in every covered version that has it (0.17.0+)
+    explicit = FlagSet({"moe_backend": "auto", "block_size": "64"})
+    assert policy.major(explicit) == policy.major(FlagSet({"block_size": "64"}))
+    assert policy.explicit_default("moe_backend", "auto")
+    assert not policy.explicit_default("moe_backend", "marlin")
+    assert policy.major(FlagSet({"moe_backend": "marlin"})) == FlagSet({"moe_backend": "marlin"})
+    # without the knowledge it is a flag like any other
+    assert Policy(knowledge=False).major(explicit) == explicit
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("disable_cascade_attn", "true"),  # false to 0.17.0, true from 0.18.0
+        ("all2all_backend", "allgather_reducescatter"),  # None (computed) before 0.14.0
+        ("model", "Qwen/Qwen3-0.6B"),  # vLLM's placeholder default model
+    ],
+)
+def test_a_default_that_depends_on_the_version_stays_a_value(key: str, value: str) -> None:
+    assert key not in stable_defaults() or key == "model"
+    assert default_policy().major(FlagSet({key: value})) == FlagSet({key: value})

@@ -64,6 +64,7 @@ from provenance.normalise.vllm_policy import (
     GROUP_CLASSES,
     knowledge_class,
     not_a_vllm_flag,
+    stable_defaults,
 )
 
 __all__ = [
@@ -748,8 +749,19 @@ class Policy:
         return text
 
     def major(self, flags: FlagSet) -> FlagSet:
-        """The flags that need evidence (before their context: see :meth:`in_context`)."""
-        return FlagSet.of_strings({k: v for k, v in flags.items() if self.classify(k) is MAJOR})
+        """The flags that need evidence (before their context: see :meth:`in_context`),
+        without a flag written at vLLM's default where that default is the same in every
+        covered version (:func:`~provenance.normalise.vllm_policy.stable_defaults`): an
+        explicit ``--moe-backend auto`` equals its absence, on both sides."""
+        defaults = stable_defaults() if self.knowledge else {}
+        return FlagSet.of_strings(
+            {k: v for k, v in flags.items() if self.classify(k) is MAJOR and defaults.get(k) != v}
+        )
+
+    def explicit_default(self, key: str, value: str) -> bool:
+        """Whether ``key=value`` is vLLM's default in every covered version that has the
+        flag (so :meth:`major` drops it)."""
+        return self.knowledge and stable_defaults().get(key) == value
 
     def in_context(self, major: FlagSet, role: str | None) -> FlagSet:
         """``major`` (a command's major flags) with aliased spellings under their canonical

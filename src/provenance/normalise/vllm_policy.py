@@ -23,6 +23,7 @@ import functools
 from typing import NamedTuple
 
 from provenance.model.flags import FlagClass
+from provenance.normalise.canonical import canonical_value
 from provenance.normalise.vllm_knowledge import raw, versions
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "known_env",
     "known_flags",
     "not_a_vllm_flag",
+    "stable_defaults",
     "version_range",
 ]
 
@@ -241,3 +243,28 @@ def not_a_vllm_flag(key: str) -> str | None:
             f"of --{longer[0].replace('_', '-')})"
         )
     return f"not a flag of vLLM {version_range()} (vLLM refuses it)"
+
+
+@functools.cache
+def stable_defaults() -> dict[str, str]:
+    """Flag key → its default, canonical, for every flag whose default is one and the same
+    concrete value in every covered version that has it (``moe_backend`` → ``auto``,
+    0.17.0–0.27.1). A flag whose default changed between versions
+    (``disable_cascade_attn``: false to 0.17.0, true from 0.18.0), is computed at run
+    time (``None``, a ``default_expr``) or is a list or mapping is not here: its default
+    depends on the version, so an explicit value stays a value."""
+    seen: dict[str, set[str]] = {}
+    for version in versions():
+        for key, facts in raw(version)["flags"].items():
+            default = facts.get("default")
+            concrete = "default_expr" not in facts and isinstance(default, str | int | float)
+            seen.setdefault(key, set()).add(canonical_value(default) if concrete else "\0")
+    return {
+        key: next(iter(values))
+        for key, values in sorted(seen.items())
+        if len(values) == 1 and "\0" not in values and "" not in values and key not in _IDENTITY
+    }
+
+
+#: Never a default: the model is what is served (vLLM's default model is a placeholder).
+_IDENTITY = frozenset({"model", "tokenizer", "revision", "served_model_name"})
