@@ -104,8 +104,8 @@ def per_selection_diff(
     base_map = dict(_expand(base))
     head_map = dict(_expand(head))
     changes: list[CombinationChange] = []
-    lens_keys: set[tuple[str, str]] = set()
-    new_keys: set[tuple[str, str]] = set()
+    lens_keys: set[tuple[str, str, str]] = set()  # (recipe, key, value)
+    new_keys: set[tuple[str, str, str]] = set()
     for key, entry in head_map.items():
         recipe, selection = key
         before = base_map.get(key)
@@ -113,7 +113,7 @@ def per_selection_diff(
         guide_only = entry.verdict is VerdictKind.GUIDE_ONLY
         if before is None:
             for role_flags in head_flags.values():
-                new_keys.update(role_flags.items())
+                new_keys.update((recipe, k, v) for k, v in role_flags.items())
             undeclared = guide_only and entry.declared_by is None
             evidenced = undeclared and _in_scope(entry)
             blocking = evidenced and not _unreachable(entry) and _worse_flags(None, entry)
@@ -135,9 +135,9 @@ def per_selection_diff(
             continue
         flags = _flag_changes(_role_flags(before.roles), head_flags)
         for role_flags in flags.added.values():
-            lens_keys.update(role_flags.items())
+            lens_keys.update((recipe, k, v) for k, v in role_flags.items())
         for role_changes in flags.changed.values():
-            lens_keys.update((k, new) for k, (_old, new) in role_changes.items())
+            lens_keys.update((recipe, k, new) for k, (_old, new) in role_changes.items())
         verdict_changed = before.verdict is not entry.verdict
         if not verdict_changed and flags.empty:
             continue
@@ -178,7 +178,13 @@ def per_selection_diff(
                     flags=FlagChanges(removed=_role_flags(entry.roles)),
                 )
             )
-    in_base = {(f.key, f.value) for e in base_map.values() for r in e.roles for f in r.flags}
+    # a new combination's flag is in the lens when no base combination of its recipe sets it
+    in_base = {
+        (recipe, f.key, f.value)
+        for (recipe, _), e in base_map.items()
+        for r in e.roles
+        for f in r.flags
+    }
     lens_keys |= new_keys - in_base
     lens: Lens = {}
     for (recipe, selection), entry in head_map.items():
@@ -186,7 +192,7 @@ def per_selection_diff(
         for role in entry.roles:
             for flag in role.flags:
                 marker = (role.role, flag.key, flag.value)
-                if (flag.key, flag.value) in lens_keys and marker not in seen_roles:
+                if (recipe, flag.key, flag.value) in lens_keys and marker not in seen_roles:
                     seen_roles.add(marker)
                     lens.setdefault((flag.key, flag.value), []).append(
                         (recipe, selection, role.role, entry.verdict, flag.evidence)

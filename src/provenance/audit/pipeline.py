@@ -183,6 +183,9 @@ class AuditInputs(BaseModel):
     #: Refuse filter names nothing can select (:func:`check_filter_names`); the PR audit
     #: checks them over both sides at once instead (a variant the PR adds is not a typo)
     check_filters: bool = True
+    #: Per recipe (as named in ``recipes``), filters that replace the audit's: the PR audit
+    #: narrows the recipes it does not touch to what a shared-file change can affect
+    recipe_filters: dict[str, AuditFilters] = {}
 
 
 class AuditFilters(BaseModel):
@@ -211,6 +214,7 @@ class ResolvedInputs(BaseModel):
     #: instead of stopping the audit
     report_invalid: bool = False
     check_filters: bool = True
+    recipe_filters: dict[str, AuditFilters] = {}
 
 
 def default_inputs(inputs: AuditInputs) -> ResolvedInputs:
@@ -250,6 +254,7 @@ def default_inputs(inputs: AuditInputs) -> ResolvedInputs:
         evidence=evidence,
         report_invalid=not inputs.recipes or inputs.report_invalid,
         check_filters=inputs.check_filters,
+        recipe_filters=inputs.recipe_filters,
     )
 
 
@@ -438,14 +443,23 @@ def recipe_inputs(
     loaded = []
     for ref in resolved.recipes:
         try:
-            loaded.append(load_recipe(root, ref))
+            loaded.append((load_recipe(root, ref), resolved.recipe_filters.get(ref, filters)))
         except InputError as exc:
             if errors is None or not resolved.report_invalid:
                 raise
             errors.append(recipe_error(exc))
     if resolved.check_filters and loaded:
-        check_filter_names(root, loaded, filters)
-    for recipe in loaded:
+        check_filter_names(root, [recipe for recipe, _ in loaded], filters)
+    kv_of = kv_connectors(root.taxonomy.kv_offload or {})
+    # one EnumerationOptions per distinct filters object (the audit's, or a recipe's own)
+    options_of: dict[int, tuple[AuditFilters, EnumerationOptions]] = {
+        id(filters): (filters, options)
+    }
+    for recipe, own in loaded:
+        known = options_of.get(id(own))
+        if known is None or known[0] is not own:
+            known = options_of[id(own)] = (own, enumeration_options(own))
+        options = known[1]
         meta_hardware = (recipe.spec.meta.hardware if recipe.spec.meta else None) or {}
         inputs.append(
             RecipeInput(
@@ -460,12 +474,12 @@ def recipe_inputs(
                     for key, claim in (recipe.spec.kv_offload_support or {}).items()
                     if claim == "verified"
                 ),
-                kv_connectors=kv_connectors(root.taxonomy.kv_offload or {}),
+                kv_connectors=kv_of,
                 model_ids=recipe_model_ids((recipe,)),
-                hardware_filter=filters.hardware,
+                hardware_filter=own.hardware,
                 # KV offload only adds combinations: it narrows nothing
-                filtered=filters.model_copy(update={"kv": "off"})
-                != AuditFilters(hardware=filters.hardware),
+                filtered=own.model_copy(update={"kv": "off"})
+                != AuditFilters(hardware=own.hardware),
                 gpus_per_node=gpus,
             )
         )

@@ -630,6 +630,8 @@ def write_markdown(diff: DiffReport, out: TextIO) -> None:
         f"(new {s.new}, removed {s.removed}, verdict changed {s.verdict_changed}, flags "
         f"changed {s.flags_changed}); recipes: {recipes}\n"
     )
+    if diff.audit_scope:
+        w(f"\nScope: {markdown_inline(diff.audit_scope)}\n")
     if groups or diff.claims:
         w("\n#### Blocking\n")
         sections: list[BlockGroup | None] = [g for g in groups if g.category == BLOCK_ORDER[0]]
@@ -782,6 +784,8 @@ def write_text(diff: DiffReport, out: TextIO) -> None:
     if todo:
         w("what to do:\n" + "".join(f"  - {terminal(line)}\n" for line in todo))
     w(f"PR audit {terminal(diff.base)} -> {terminal(diff.head)}\n")
+    if diff.audit_scope:
+        w(f"scope: {terminal(diff.audit_scope)}\n")
     names = [terminal(r) for r in diff.recipes]
     if len(names) > MAX_INLINE_RECIPES:
         shown = ", ".join(names[:MAX_INLINE_RECIPES])

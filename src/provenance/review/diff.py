@@ -4,11 +4,12 @@ Pure functions over two :class:`~provenance.audit.verdicts.AuditReport` objects:
 
 * per combination: newly exposed, removed, verdict changed, major flags added /
   changed / removed per role;
-* the *flag lens*: for every major ``key=value`` the PR adds or changes in any
-  role (of a combination of both sides, or of a new one when no base combination
-  sets it), every head combination in which it now appears, each with its evidence
-  or its absence — a flag added to a variant applies on every hardware that
-  variant runs on, which is where unverified cross-products hide;
+* the *flag lens*: for every major ``key=value`` the PR adds or changes in a recipe
+  (in a combination of both sides, or in a new one of a recipe the PR touches when no
+  base combination of the recipe sets it), every head combination of that recipe in
+  which it now appears, each with its evidence or its absence — a flag added to a
+  variant applies on every hardware that variant runs on, which is where unverified
+  cross-products hide;
 * the *gate* (``docs/audit.md``, "The PR gate"): it blocks what the PR makes worse
   or newly claims, each blocking group with its category —
   ``regressed-verdict`` (recommended in the base, guide-only in the head),
@@ -272,6 +273,10 @@ class DiffReport(BaseModel):
     judging_changes: tuple[JudgingChange, ...] = Field(
         default=(), exclude_if=lambda changes: not changes
     )
+    #: when a shared-file change could affect only some hardware profiles or strategies,
+    #: how the recipes the PR does not touch were narrowed to them (set by the PR audit);
+    #: the combination totals count what was audited
+    audit_scope: str | None = Field(default=None, exclude_if=lambda scope: scope is None)
 
     def iter_changes(self) -> Iterator[CombinationChange]:
         """Every changed combination, one at a time."""
@@ -487,10 +492,11 @@ class _Differ:
         self.base_as_head = base_as_head or {}
         self.keys = _Keys()
         self.pairs: dict[tuple[int | None, int | None], _Pair | None] = {}
-        self.lens_keys: set[tuple[str, str]] = set()
-        #: the major ``key=value`` of new combinations: lens keys only where no base
-        #: combination sets them (:meth:`lens`)
-        self.new_combination_keys: set[tuple[str, str]] = set()
+        #: recipe -> the major ``key=value`` the PR adds to or changes in its combinations
+        self.lens_keys: dict[str, set[tuple[str, str]]] = {}
+        #: recipe -> the major ``key=value`` of its new combinations: lens keys only where
+        #: no base combination sets them (:meth:`lens`)
+        self.new_combination_keys: dict[str, set[tuple[str, str]]] = {}
         # Entries of an audit share their RoleFlags objects (one per judged role): the
         # memos below are keyed by the identities of an entry's roles (all kept alive by
         # the reports being compared).
@@ -595,8 +601,9 @@ class _Differ:
             "declared_by": entry.declared_by,
         }
         if before is None:
+            held = self.new_combination_keys.setdefault(entry.recipe, set())
             for role_flags in head_flags.values():
-                self.new_combination_keys.update(role_flags.items())
+                held.update(role_flags.items())
             undeclared = guide_only and entry.declared_by is None
             evidenced = undeclared and has_in_scope_evidence(entry)
             blocking = evidenced and not unreachable(entry) and self.new_unevidenced(None, entry)
@@ -611,10 +618,12 @@ class _Differ:
             }
         old = self.base[before]
         flags = self.flag_changes(before, after)
-        for role_flags in flags.added.values():
-            self.lens_keys.update(role_flags.items())
-        for role_changes in flags.changed.values():
-            self.lens_keys.update((k, new) for k, (_old, new) in role_changes.items())
+        if flags.added or flags.changed:
+            keys = self.lens_keys.setdefault(entry.recipe, set())
+            for role_flags in flags.added.values():
+                keys.update(role_flags.items())
+            for role_changes in flags.changed.values():
+                keys.update((k, new) for k, (_old, new) in role_changes.items())
         verdict_changed = old.verdict is not entry.verdict
         if not verdict_changed and flags.empty:
             return None
@@ -637,23 +646,37 @@ class _Differ:
             **shared,
         }
 
-    def lens(self) -> set[tuple[str, str]]:
-        """The ``key=value`` pairs of the flag lens: those the PR adds to or changes in
-        combinations of both sides, and those of new combinations that no base
-        combination sets (a PR adding a hardware profile exposes combinations, not flags:
-        their own gate decisions say what they are)."""
-        if not self.new_combination_keys - self.lens_keys:
-            return self.lens_keys
+    def lens(self, touched: Collection[str] | None = None) -> dict[str, set[tuple[str, str]]]:
+        """Per recipe, the ``key=value`` pairs of its flag lens: those the PR adds to or
+        changes in its combinations of both sides, and, for a ``touched`` recipe (None:
+        all), those of its new combinations that none of its base combinations sets. A
+        recipe the PR does not touch gains no flag: its new combinations come from a shared
+        file (a hardware profile added), and their own gate decisions say what they are."""
+        fresh = {
+            recipe: keys - self.lens_keys.get(recipe, set())
+            for recipe, keys in self.new_combination_keys.items()
+            if touched is None or recipe in touched
+        }
+        found = {recipe: set(keys) for recipe, keys in self.lens_keys.items()}
+        if not any(fresh.values()):
+            return found
         # the base's entries, and the head's of the variants the base stands for
         # (``base_as_head``: the same in both)
-        as_base = [e for e in self.base if e.combinations]
+        as_base = [e for e in self.base if e.combinations and e.recipe in fresh]
         as_base += [
             e
             for e in self.head
             if any(s.variant in self.base_as_head.get(e.recipe, ()) for s in e.selections)
         ]
-        in_base = {(flag.key, flag.value) for e in as_base for r in e.roles for flag in r.flags}
-        return self.lens_keys | (self.new_combination_keys - in_base)
+        in_base: dict[str, set[tuple[str, str]]] = {}
+        for e in as_base:
+            held = in_base.setdefault(e.recipe, set())
+            held.update((flag.key, flag.value) for r in e.roles for flag in r.flags)
+        for recipe, keys in fresh.items():
+            added = keys - in_base.get(recipe, set())
+            if added:
+                found.setdefault(recipe, set()).update(added)
+        return found
 
     def run(self) -> tuple[list[ChangeGroup], int, int]:
         """The change groups, and the number of base and head combinations.
@@ -757,8 +780,12 @@ def diff_reports(
     head_label: str,
     base_as_head: Mapping[str, Collection[str]] | None = None,
     untouched_invalid: Collection[str] = frozenset(),
+    touched: Collection[str] | None = None,
 ) -> DiffReport:
     """Compare two audits of the same recipes; ``base`` None means the recipes are new.
+
+    ``touched``: the recipes whose file the PR changes (None: every recipe audited); only
+    their new combinations add flags to the lens (:meth:`_Differ.lens`).
 
     ``untouched_invalid``: repository paths of recipes invalid in the base that the PR
     does not touch; still invalid in the head, they are a notice (``errors_unchanged``),
@@ -785,7 +812,7 @@ def diff_reports(
         if g.combinations
     ]
     groups.sort(key=_change_order)
-    lens = _lens(head_entries, differ.lens())
+    lens = _lens(head_entries, differ.lens(touched))
     blocked = sum(g.combinations for g in groups if g.blocking)
     unbenchmarked = sum(g.combinations for g in groups if g.unbenchmarked)
     claims: list[Claim] = []
@@ -943,27 +970,33 @@ class _LensGroup:
     selections: list[SelectionSet] = field(default_factory=list)
 
 
-def _lens(head: Sequence[VerdictEntry], lens_keys: set[tuple[str, str]]) -> tuple[LensEntry, ...]:
-    if not lens_keys:
+def _lens(
+    head: Sequence[VerdictEntry], lens_keys: Mapping[str, set[tuple[str, str]]]
+) -> tuple[LensEntry, ...]:
+    """Per lens flag, every head combination of the recipes it is a lens flag of (the PR
+    added or changed it there) in which it now appears."""
+    if not any(lens_keys.values()):
         return ()
     found: dict[tuple[str, str], dict[tuple[object, ...], _LensGroup]] = {}
     #: (role, id of a flag's evidence tuple) -> that tuple and its LensRole (whose own
     #: tuple is a validated copy): one LensRole per evidence tuple of the audit
     lens_roles: dict[tuple[str, int], tuple[tuple[EvidenceRef, ...], LensRole]] = {}
-    # per RoleFlags (shared by many entries): its lens flags, each with its LensRole
-    role_hits: dict[int, tuple[RoleFlags, list[tuple[tuple[str, str], LensRole]]]] = {}
+    # per RoleFlags (shared by many entries) and recipe: its lens flags, each with its
+    # LensRole
+    role_hits: dict[tuple[int, str], tuple[RoleFlags, list[tuple[tuple[str, str], LensRole]]]] = {}
     for entry in head:
-        if not entry.combinations:
+        recipe_keys = lens_keys.get(entry.recipe)
+        if not entry.combinations or not recipe_keys:
             continue
         # per flag, its roles in this entry (a role on several nodes once, the first)
         here: dict[tuple[str, str], dict[str, LensRole]] = {}
         for role in entry.roles:
-            known = role_hits.get(id(role))
+            known = role_hits.get((id(role), entry.recipe))
             if known is None or known[0] is not role:
                 hits = []
                 for flag in role.flags:
                     flag_key = (flag.key, flag.value)
-                    if flag_key not in lens_keys:
+                    if flag_key not in recipe_keys:
                         continue
                     memo = (role.role, id(flag.evidence))
                     held = lens_roles.get(memo)
@@ -973,7 +1006,7 @@ def _lens(head: Sequence[VerdictEntry], lens_keys: set[tuple[str, str]]) -> tupl
                             LensRole(role=role.role, evidence=flag.evidence),
                         )
                     hits.append((flag_key, held[1]))
-                known = role_hits[id(role)] = (role, hits)
+                known = role_hits[(id(role), entry.recipe)] = (role, hits)
             for flag_key, lens_role in known[1]:
                 roles = here.setdefault(flag_key, {})
                 if role.role not in roles:

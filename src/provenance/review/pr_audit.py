@@ -103,6 +103,7 @@ def _audit_side(
     filters: AuditFilters,
     workdir: Path,
     shared: EvidenceCache,
+    recipe_filters: dict[str, AuditFilters] | None = None,
 ) -> AuditReport | None:
     """Audit the model files ``present`` (materialised in ``workdir``) of ``commit``; an
     invalid one is in the report's ``errors``, named ``<commit>:<path>``."""
@@ -118,6 +119,7 @@ def _audit_side(
                 evidence=request.evidence,
                 report_invalid=True,
                 check_filters=False,
+                recipe_filters=recipe_filters or {},
             ),
             filters,
             shared,
@@ -142,11 +144,13 @@ def _audit_base(
     filters: AuditFilters,
     workdir: Path,
     shared: EvidenceCache,
+    recipe_filters: dict[str, AuditFilters] | None = None,
 ) -> tuple[AuditReport | None, tuple[RecipeError, ...]]:
     """The base audit; an invalid shared file of the base (the PR may fix it) is a notice,
     not a failure: the base is then audited as empty, its error returned."""
     try:
-        return _audit_side(present, commit, request, filters, workdir, shared), ()
+        report = _audit_side(present, commit, request, filters, workdir, shared, recipe_filters)
+        return report, ()
     except InputError as exc:
         error = recipe_error(exc)
         if not error.path:
@@ -293,6 +297,82 @@ def variant_change(base_root: Path, head_root: Path, model: str) -> VariantChang
     return VariantChange(recipe=base.hf_id, changed=changed, unchanged=frozenset(before) - changed)
 
 
+class SharedChange(BaseModel):
+    """What a PR's change to the shared files can affect, when that is less than every
+    combination: the hardware profiles of ``taxonomy.yaml`` it changes (the rest of the
+    taxonomy, ``strategies/`` and ``kv_store/`` equal), or the strategies it changes (the
+    taxonomy and ``kv_store/`` equal)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    hardware: frozenset[str] | None = None
+    strategies: frozenset[str] | None = None
+
+    def narrow(self, filters: AuditFilters) -> AuditFilters:
+        """``filters`` limited to what the change can affect."""
+        update: dict[str, object] = {}
+        if self.hardware is not None:
+            wanted = filters.hardware
+            update["hardware"] = tuple(
+                sorted(h for h in self.hardware if wanted is None or h in wanted)
+            )
+        if self.strategies is not None:
+            wanted = filters.strategies
+            update["strategies"] = tuple(
+                sorted(s for s in self.strategies if wanted is None or s in wanted)
+            )
+        return filters.model_copy(update=update)
+
+    def describe(self) -> str:
+        if self.hardware is not None:
+            names = ", ".join(sorted(self.hardware)) or "none"
+            return (
+                f"taxonomy.yaml changes hardware profiles only ({names}): the recipes this PR "
+                "does not touch are audited on those profiles only (no other combination can "
+                "change)"
+            )
+        names = ", ".join(sorted(self.strategies or ())) or "none"
+        return (
+            f"strategies/ changes strategies only ({names}): the recipes this PR does not "
+            "touch are audited with those strategies only (no other combination can change)"
+        )
+
+
+def shared_change(base_root: Path, head_root: Path) -> SharedChange | None:
+    """What the shared-file change between the two materialised roots can affect, when it
+    is limited to some hardware profiles or to some strategies; None when it may affect
+    any combination (or a side does not load: the audit reports it).
+
+    A combination on hardware H renders from H's profile and never another's, and one of
+    strategy S from S's file and never another's: ``tests/review/test_shared_narrowing.py``
+    checks the narrowed diff equal to the full one on the real recipes history."""
+    from provenance.errors import ProvenanceError
+    from provenance.recipes.load.loader import load_recipes_root
+
+    try:
+        base, head = load_recipes_root(base_root), load_recipes_root(head_root)
+    except ProvenanceError:
+        return None
+    if base.kv_store != head.kv_store:
+        return None
+    before = base.taxonomy.hardware_profiles or {}
+    after = head.taxonomy.hardware_profiles or {}
+    profiles = frozenset(h for h in before.keys() | after.keys() if before.get(h) != after.get(h))
+    strategies = frozenset(
+        name
+        for name in base.strategies.keys() | head.strategies.keys()
+        if base.strategies.get(name) != head.strategies.get(name)
+    )
+    rest_equal = base.taxonomy.model_copy(
+        update={"hardware_profiles": {}}
+    ) == head.taxonomy.model_copy(update={"hardware_profiles": {}})
+    if not rest_equal or (profiles and strategies):
+        return None
+    if strategies:
+        return SharedChange(strategies=strategies)
+    return SharedChange(hardware=profiles)
+
+
 def declared_kv_offload(root: Path, models: list[str]) -> set[str]:
     """The KV offload keys the recipes ``models`` (materialised in ``root``) declare in
     ``kv_offload_support`` (any value but ``unsupported``)."""
@@ -341,6 +421,7 @@ def _tuning(
     filters: AuditFilters,
     narrowed: VariantChange | None,
     shared: EvidenceCache,
+    recipe_filters: dict[str, AuditFilters],
 ) -> tuple[TuningChange, ...]:
     """The tuning, harness and functional flags the PR changes (``review/tuning.py``), with
     the audit's policy, in the recipes valid on both sides; only in the variants that can
@@ -350,8 +431,13 @@ def _tuning(
         return ()
     normaliser = shared.normaliser()
     variants = {narrowed.recipe: narrowed.changed} if narrowed is not None else None
+    own = {model: enumeration_options(f) for model, f in recipe_filters.items() if model in both}
     return tuning_changes(
-        recipe_pairs(base_root, head_root, both), enumeration_options(filters), normaliser, variants
+        recipe_pairs(base_root, head_root, both),
+        enumeration_options(filters),
+        normaliser,
+        variants,
+        own,
     )
 
 
@@ -424,14 +510,24 @@ def run_pr_audit(
         _check_filters(
             request.filters, [(Path(base_dir), base_present), (Path(head_dir), head_present)]
         )
+        scope = shared_change(Path(base_dir), Path(head_dir)) if changed.shared_changed else None
+        untouched: dict[str, AuditFilters] = {}
+        if scope is not None:
+            untouched = {
+                m: scope.narrow(head_filters)
+                for m in {*base_present, *head_present}
+                if m not in changed.models
+            }
         if progress is not None:
             progress(f"auditing the base ({len(base_present)} recipe(s))")
         base_report, base_broken = _audit_base(
-            base_present, base, request, base_filters, Path(base_dir), shared
+            base_present, base, request, base_filters, Path(base_dir), shared, untouched
         )
         if progress is not None:
             progress(f"auditing the head ({len(head_present)} recipe(s))")
-        head_report = _audit_side(head_present, head, request, head_filters, Path(head_dir), shared)
+        head_report = _audit_side(
+            head_present, head, request, head_filters, Path(head_dir), shared, untouched
+        )
         tuning = _tuning(
             Path(base_dir),
             Path(head_dir),
@@ -440,6 +536,7 @@ def run_pr_audit(
             head_filters,
             narrowed,
             shared,
+            untouched,
         )
     if progress is not None:
         progress("comparing the two audits")
@@ -450,6 +547,13 @@ def run_pr_audit(
         head_label=head.hexsha[:12],
         base_as_head={narrowed.recipe: narrowed.unchanged} if narrowed is not None else None,
         untouched_invalid=_untouched_invalid(base_report, changed, base.hexsha[:12]),
+        touched={
+            recipe
+            for report in (base_report, head_report)
+            if report is not None
+            for recipe, path in report.recipe_files.items()
+            if path in changed.models
+        },
     )
     diff = diff.model_copy(
         update={
@@ -457,6 +561,7 @@ def run_pr_audit(
             "tuning": tuning,
             "no_evidence": recipes_without_evidence(head_report) if head_report else (),
             "judging_changes": judging_changes(base, head),
+            "audit_scope": scope.describe() if scope is not None else None,
             "base_errors": (*base_broken, *diff.base_errors),
         }
     )

@@ -368,19 +368,24 @@ def tuning_changes(
     options: EnumerationOptions,
     normaliser: PolicyNormaliser,
     variants: Mapping[str, Iterable[str]] | None = None,
+    own_options: Mapping[str, EnumerationOptions] | None = None,
 ) -> tuple[TuningChange, ...]:
     """The non-major flags the PR changes across the recipes ``pairs`` ((base, head) of
     each recipe on both sides), largest first. ``variants`` (recipe -> variants) limits
-    a recipe to the variants that can differ (the others are the same on both sides)."""
+    a recipe to the variants that can differ (the others are the same on both sides);
+    ``own_options`` (recipe file, relative to its root -> options) replaces ``options``
+    for a recipe."""
     out = _Counts()
     memo = _Memo(normaliser)
     for (base_recipe, base_root), (head_recipe, head_root) in pairs:
         wanted = (variants or {}).get(head_recipe.hf_id)
-        recipe_options = options
+        recipe_options = (own_options or {}).get(
+            head_recipe.path.relative_to(head_root.path).as_posix(), options
+        )
         if wanted is not None:
             only = sorted(set(wanted))
-            if options.variants is not None:
-                only = [v for v in only if v in options.variants]
+            if recipe_options.variants is not None:
+                only = [v for v in only if v in recipe_options.variants]
             recipe_options = options.model_copy(update={"variants": tuple(only)})
         base = _Side(base_recipe, base_root, normaliser, memo)
         head = _Side(head_recipe, head_root, normaliser, memo)

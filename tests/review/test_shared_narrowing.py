@@ -1,0 +1,100 @@
+"""A PR whose shared-file change is limited to some hardware profiles of ``taxonomy.yaml``
+or to some ``strategies/`` audits the recipes it does not touch on those only
+(:func:`provenance.review.pr_audit.shared_change`). The claim that no other combination
+can change is checked here on real merged recipes PRs: the narrowed diff must be the
+diff of two whole audits, change for change, claim for claim, gate for gate.
+
+Needs a clone of vllm-project/recipes with its history: ``$PROVENANCE_RECIPES_GIT``
+(bare or not), else ``../.mirror/vllm-project+recipes/repo`` beside the checkout."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from recipes_repo import EMBEDDED
+
+from provenance.audit.pipeline import AuditFilters
+from provenance.review import pr_audit
+from provenance.review.pr_audit import PrAuditRequest, SharedChange, run_pr_audit, shared_change
+
+REPO = Path(__file__).resolve().parents[2]
+MIRROR = Path(
+    os.environ.get(
+        "PROVENANCE_RECIPES_GIT", REPO.parent / ".mirror" / "vllm-project+recipes" / "repo"
+    )
+)
+
+#: real merged recipes PRs (first-parent commits of 8959cf6) changing shared files only
+#: in the way named, with the recipes each touches
+REAL = [
+    ("d10bdb28b", "hardware", "Fix DGX station memory (#488): one profile, no recipe"),
+    ("654e011ab", "hardware", "Add RTX Pro 6000 recipes (#648): two profiles, 3 recipes"),
+    ("31e22ed86", "strategies", "Remove --no-async-scheduling from pd_cluster (#483)"),
+    ("141e8fb7e", "strategies", "Default socket iface env for multi-node (4 strategies)"),
+]
+
+
+def _same(narrowed: pr_audit.PrAuditResult, whole: pr_audit.PrAuditResult) -> None:
+    def changes(result: pr_audit.PrAuditResult) -> dict[object, object]:
+        return {(c.recipe, c.selection): c for c in result.diff.iter_changes()}
+
+    assert changes(narrowed) == changes(whole)
+    assert narrowed.diff.claims == whole.diff.claims
+    assert narrowed.diff.claims_reported == whole.diff.claims_reported
+    assert narrowed.diff.gate.model_dump() == whole.diff.gate.model_dump()
+    assert narrowed.diff.lens == whole.diff.lens
+    assert narrowed.diff.tuning == whole.diff.tuning
+    assert narrowed.diff.errors == whole.diff.errors
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("commit", "kind", "what"), REAL, ids=[c for c, _, _ in REAL])
+def test_a_narrowed_shared_change_gives_the_diff_of_two_whole_audits(
+    monkeypatch: pytest.MonkeyPatch, commit: str, kind: str, what: str
+) -> None:
+    if not (MIRROR / "objects").is_dir() and not (MIRROR / ".git").is_dir():
+        pytest.skip(f"needs a vllm-project/recipes clone with history at {MIRROR}")
+    request = PrAuditRequest(repo=MIRROR, base=f"{commit}^", head=commit)
+    narrowed = run_pr_audit(request)
+    assert narrowed.diff.audit_scope is not None and kind in narrowed.diff.audit_scope
+    monkeypatch.setattr(pr_audit, "shared_change", lambda *args: None)
+    whole = run_pr_audit(request)
+    assert whole.diff.audit_scope is None
+    _same(narrowed, whole)
+    # the narrowing audited fewer combinations than the whole audit
+    assert narrowed.diff.summary.head_combinations < whole.diff.summary.head_combinations
+
+
+def _root(tmp_path: Path, name: str, edits: dict[str, tuple[str, str]] | None = None) -> Path:
+    """A copy of the embedded recipes root with ``edits`` (file -> (old text, new text))."""
+    root = tmp_path / name
+    shutil.copytree(EMBEDDED, root)
+    for rel, (old, new) in (edits or {}).items():
+        path = root / rel
+        text = path.read_text(encoding="utf-8")
+        assert old in text, (rel, old)
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    return root
+
+
+H100_RENAMED = {"taxonomy.yaml": ("    display_name: H100\n", "    display_name: H100 SXM\n")}
+TP_ARGS = {"strategies/single_node_tp.yaml": ("vllm_args: []", "vllm_args: [--enforce-eager]")}
+
+
+def test_what_a_shared_change_can_affect(tmp_path: Path) -> None:
+    base = _root(tmp_path, "base")
+    assert shared_change(base, _root(tmp_path, "same")) == SharedChange(hardware=frozenset())
+    found = shared_change(base, _root(tmp_path, "h100", H100_RENAMED))
+    assert found == SharedChange(hardware=frozenset({"h100"}))
+    assert found.narrow(AuditFilters()).hardware == ("h100",)
+    assert found.narrow(AuditFilters(hardware=("b200",))).hardware == ()
+    tp = shared_change(base, _root(tmp_path, "tp", TP_ARGS))
+    assert tp == SharedChange(strategies=frozenset({"single_node_tp"}))
+    assert tp.narrow(AuditFilters()).strategies == ("single_node_tp",)
+    # both at once, or any other part of the taxonomy: every combination may change
+    assert shared_change(base, _root(tmp_path, "both", H100_RENAMED | TP_ARGS)) is None
+    kv = {"taxonomy.yaml": ("    label: Simple\n", "    label: Simpler\n")}
+    assert shared_change(base, _root(tmp_path, "kv", kv)) is None
