@@ -526,6 +526,21 @@ def _progress(index: int, total: int, row: Mapping[str, object]) -> str:
     ).rstrip()
 
 
+def own_peak_mb() -> float:
+    """This process's peak RSS since its ``exec``: ``VmHWM`` of ``/proc/self/status``.
+
+    Not ``getrusage(RUSAGE_SELF).ru_maxrss``: Linux keeps that high-water mark across
+    ``execve``, so a runner started by a large process (a pytest worker after a whole-
+    recipes audit: 1.1 GB) would report its parent's peak, not its own."""
+    try:
+        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def replay(
     provenance: Sequence[str],
     repo: Path,
@@ -541,8 +556,7 @@ def replay(
     pending = [c for c in commits if c.sha not in done]
     print(f"commits: {len(commits)} selected, {len(commits) - len(pending)} already in {output}")
     # a child's peak RSS starts at this process's own peak (fork): say how small it is
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"runner peak RSS {peak:.0f} MB", flush=True)
+    print(f"runner peak RSS {own_peak_mb():.0f} MB", flush=True)
     with tempfile.TemporaryDirectory(prefix="provenance-replay-") as tmp:
         work = Path(tmp)
         env = {**os.environ, "PROVENANCE_CACHE_DIR": str(work / "local-cache")}
