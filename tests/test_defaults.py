@@ -80,3 +80,20 @@ def test_packaged_data_is_used_when_installed(
 def test_an_editable_install_has_no_packaged_data() -> None:
     assert embedded.packaged_root() is None
     assert not embedded.is_packaged(REPO / "ledger")
+
+
+def test_the_packaged_ledger_is_named_the_same_on_every_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report names the packaged ledger as a package resource, not by the absolute path
+    pip put it at (a venv's: it differs from machine to machine and says nothing)."""
+    from provenance.store.ledger import PACKAGED_LEDGER, ledger_identity
+
+    packaged = tmp_path / "venv" / "site-packages" / "provenance" / "data"
+    (packaged / "ledger").mkdir(parents=True)
+    monkeypatch.setattr(embedded, "packaged_root", lambda: packaged)
+    identity = ledger_identity(packaged / "ledger")
+    assert identity.packaged and identity.path == PACKAGED_LEDGER
+    assert str(tmp_path) not in identity.model_dump_json()
+    own = ledger_identity(REPO / "ledger")
+    assert not own.packaged and own.path != PACKAGED_LEDGER

@@ -319,6 +319,10 @@ def _present(path: Path) -> bool:
     return path.exists() or path.is_symlink()
 
 
+#: How a report names the ledger packaged with provenance (``LedgerIdentity.path``).
+PACKAGED_LEDGER = "provenance:ledger"
+
+
 def ledger_identity(root: Path) -> LedgerIdentity:
     """Which ledger ``root`` is, for the reports: its shown path, whether it is the one
     packaged with provenance, and the InferenceX revision and date of its manifest."""
@@ -329,7 +333,9 @@ def ledger_identity(root: Path) -> LedgerIdentity:
     packaged = is_packaged(root)
     manifest = Ledger(root).manifest()
     return LedgerIdentity(
-        path=str(display_path(root)),
+        # the packaged ledger is named as a package resource: where pip put it (a venv's
+        # absolute path) says nothing about it and differs from machine to machine
+        path=PACKAGED_LEDGER if packaged else str(display_path(root)),
         packaged=packaged,
         packaged_by=__version__ if packaged else "",
         inferencex=manifest.inferencex if manifest is not None else None,
