@@ -139,3 +139,30 @@ def test_a_filter_typo_in_extra_args_is_a_usage_error_not_a_pass(
     assert run.failed and "gate: PASS" not in run.summary
     audit = next(s for s in run.steps if s.name.startswith("Audit the pull request"))
     assert "--variant 'fp9': no such variant" in audit.stderr
+
+
+def test_a_kv_offload_pr_with_no_connector_evidence_recommends_nothing(
+    tmp_path: Path, checkout: Path, setup_python_bin: Path
+) -> None:
+    """recipes at #682 plus ``kv_offload_support: {offloading_cpu: verified}``: the PR
+    audit enumerates the OffloadingConnector combinations, which no InferenceX run used.
+    None of them may come out recommended (the worst error the tool can make), and the
+    claim is reported as outside InferenceX's coverage."""
+    if not HISTORY.is_dir():
+        pytest.skip("needs ../shared/corpus/recipes-history")
+    head_text = (HISTORY / PR682_HEAD).read_text("utf-8").rstrip("\n")
+    repo, (base, head) = recipes_repo(
+        tmp_path / "recipes",
+        [
+            ("MiniMax-M3 as of recipes #682", head_text + "\n"),
+            (
+                "MiniMax-M3 opts into CPU offload",
+                head_text + "\nkv_offload_support:\n  offloading_cpu: verified\n",
+            ),
+        ],
+    )
+    run = _action(repo, base, head, checkout, setup_python_bin, tmp_path)
+    summary = run.summary
+    assert "Not blocking: 0 now recommended" in summary, summary[:3000]
+    assert "kv_offload_support.offloading_cpu" in summary
+    assert "outside-coverage" in summary
