@@ -48,6 +48,8 @@ class EvidenceIndex:
     """Evidence records, ledger entries and an exact-match index over them."""
 
     records: dict[str, IndexedRecord] = field(default_factory=dict)
+    #: records every citing entry of which was reverted: not evidence (see the module)
+    withdrawn: dict[str, IndexedRecord] = field(default_factory=dict)
     entries: tuple[LedgerEntry, ...] = ()
     _by_scope: dict[Scope, list[IndexedRecord]] = field(default_factory=dict)
     _by_checkpoint_hw: dict[tuple[str, str], list[IndexedRecord]] = field(default_factory=dict)
@@ -61,10 +63,14 @@ class EvidenceIndex:
         major: MajorFn,
     ) -> EvidenceIndex:
         entry_list = tuple(sorted(entries, key=lambda e: (e.pr.repo, e.pr.number)))
-        prs_of: dict[str, list[LedgerEntry]] = defaultdict(list)
+        # per record, the entries citing it that were not reverted (``live``) and those
+        # that were: a record cited only by reverted entries is withdrawn
+        live_of: dict[str, list[LedgerEntry]] = defaultdict(list)
+        reverted_of: dict[str, list[LedgerEntry]] = defaultdict(list)
         for entry in entry_list:
+            citing = live_of if entry.reverted_by is None else reverted_of
             for record_id in entry.records:
-                prs_of[record_id].append(entry)
+                citing[record_id].append(entry)
         graph = cls(entries=entry_list)
         by_scope: dict[Scope, list[IndexedRecord]] = defaultdict(list)
         by_ckpt_hw: dict[tuple[str, str], list[IndexedRecord]] = defaultdict(list)
@@ -79,8 +85,9 @@ class EvidenceIndex:
                 record = record.with_id()
             scope = record_scope(record)
             scope = scopes.setdefault(scope, scope)
-            linked = prs_of.get(record.id, [])
-            prs = tuple(str(e.pr) for e in linked)
+            linked = live_of.get(record.id, [])
+            withdrawn = not linked and record.id in reverted_of
+            prs = tuple(str(e.pr) for e in (reverted_of[record.id] if withdrawn else linked))
             reduced: dict[str, FlagSet] = {}
             for role, flags in sorted(record.roles.items()):
                 known = majors.get((flags, role))
@@ -95,6 +102,9 @@ class EvidenceIndex:
                 validated=any(e.validates(record.id) for e in linked),
                 ref=EvidenceRef(record=record.id, prs=prs),
             )
+            if withdrawn:
+                graph.withdrawn[record.id] = indexed
+                continue
             graph.records[record.id] = indexed
             by_scope[scope].append(indexed)
             by_ckpt_hw[(scope.checkpoint, scope.hardware)].append(indexed)
@@ -106,6 +116,10 @@ class EvidenceIndex:
         return graph
 
     # Queries --------------------------------------------------------------
+    def every_record(self) -> list[IndexedRecord]:
+        """Every record, evidence and withdrawn, by id (the graph export shows both)."""
+        return sorted([*self.records.values(), *self.withdrawn.values()], key=lambda r: r.id)
+
     def in_scope(self, scope: Scope, model_id: str) -> list[IndexedRecord]:
         """Records of exactly this scope whose checkpoint is ``model_id``."""
         return [

@@ -118,7 +118,7 @@ def evidence_graph(
                 source=sweep.source,
             )
             graph.add_edge(pr_node, sweep_node, kind="validated-by")
-    for indexed in index.records.values():
+    for indexed in index.every_record():
         record = indexed.record
         node = f"evidence:{record.id}"
         graph.add_node(
