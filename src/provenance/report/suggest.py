@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from provenance.escaping import markdown_block, markdown_code, markdown_inline, terminal
+from provenance.review.suggest.cost import SIMULATED_WARNING
 from provenance.review.suggest.model import Suggestion, SuggestReport
 from provenance.review.suggest.proof import CellCount, Proof
 
@@ -63,8 +64,38 @@ def _conflict(item: Suggestion) -> str:
     )
 
 
+def cost_line(item: Suggestion) -> str:
+    """``none``, or each thing the edit takes from combinations that did not ask for it."""
+    return "; ".join(c.describe() for c in item.proof.cost) or "none"
+
+
+def scoped_line(item: Suggestion) -> str | None:
+    if not item.scoped_instead_of:
+        return None
+    avoided = "; ".join(c.describe() for c in item.scoped_instead_of)
+    return f"scoped: the broader edit to the same evidence {avoided}"
+
+
+def simulated_line(item: Suggestion) -> str | None:
+    """The warning for runs that simulated speculative acceptance, naming them."""
+    if not item.simulated_acceptance:
+        return None
+    runs = item.simulated_acceptance
+    named = ", ".join(
+        dict.fromkeys(f"{r.config_key} [{', '.join(r.prs) or 'no PR'}]" for r in runs)
+    )
+    flags = ", ".join(dict.fromkeys(f for r in runs for f in r.flags))
+    return f"{SIMULATED_WARNING} ({len(runs)} run(s) set {flags}: {named})"
+
+
+def _notes(item: Suggestion) -> list[str]:
+    return [n for n in (scoped_line(item), simulated_line(item)) if n is not None]
+
+
 def _best(report: SuggestReport) -> Suggestion | None:
-    return report.combined or next((s for s in report.suggestions if s.proof.clean), None)
+    """The proposed edit: the free suggestions combined, or the first free one. An edit
+    with a cost (``proof.cost``) is never proposed."""
+    return report.combined or next((s for s in report.suggestions if s.proof.free), None)
 
 
 def write_text(report: SuggestReport, out: TextIO) -> None:
@@ -82,17 +113,29 @@ def write_text(report: SuggestReport, out: TextIO) -> None:
         for change in item.changes:
             w(f"  - {terminal(change)}\n")
         w(f"  proof: {terminal(proof_line(item.proof))}\n")
+        w(f"  cost: {terminal(cost_line(item))}\n")
+        for note in _notes(item):
+            w(f"  {terminal(note)}\n")
         if item.proof.gained_cells:
             w(f"  recommended after: {terminal(_cells(item.proof.gained_cells))}\n")
         if item.proof.costs:
-            w(f"  costs: {terminal(_cells(item.proof.costs))}\n")
+            w(f"  worse after: {terminal(_cells(item.proof.costs))}\n")
         if item.conflicts_with:
             w(f"  {terminal(_conflict(item))}\n")
     best = _best(report)
+    if best is None and report.suggestions:
+        w(
+            "\nno edit reaches validated evidence without a cost: each edit above names "
+            "what it takes, and none is proposed (--format json has each one's diff)\n"
+        )
     if best is not None:
-        label = "all clean suggestions together" if best is report.combined else best.id
+        label = "all free suggestions together" if best is report.combined else best.id
         w(f"\nthe edit ({label}; apply with `git apply` in the recipes root):\n")
         w(f"  proof: {terminal(proof_line(best.proof))}\n")
+        w(f"  cost: {terminal(cost_line(best))}\n")
+        warning = simulated_line(best)
+        if warning is not None:
+            w(f"  {terminal(warning)}\n")
         w(
             f"  re-audit: {best.proof.recommended_before} → {best.proof.recommended_after} "
             f"recommended of {best.proof.combinations}; "
@@ -142,18 +185,32 @@ def write_markdown(report: SuggestReport, out: TextIO) -> None:
             f"{markdown_inline(reasons_line(best.proof))}.",
             "",
         ]
+        warning = simulated_line(best)
+        if warning is not None:
+            lines += [f"> {markdown_inline(warning)}", ""]
         lines.append(markdown_block(best.diff, "diff"))
+    elif report.suggestions:
+        lines += [
+            "",
+            "No edit reaches validated evidence without a cost: each edit below names what "
+            "it takes, and none is proposed.",
+        ]
     if report.suggestions:
-        lines += ["", "| id | kind | edit | proof | cells |", "|---|---|---|---|---|"]
+        lines += [
+            "",
+            "| id | kind | edit | proof | cost | cells |",
+            "|---|---|---|---|---|---|",
+        ]
         for item in report.suggestions:
             changes = "<br>".join(markdown_inline(c) for c in item.changes)
             cells = markdown_inline(_cells(item.proof.gained_cells or item.proof.costs, 3))
             proof = markdown_inline(proof_line(item.proof))
             if item.conflicts_with:
                 proof += "<br>" + markdown_inline(_conflict(item))
+            cost = "<br>".join(markdown_inline(n) for n in (cost_line(item), *_notes(item)))
             lines.append(
                 f"| {markdown_inline(item.id)} | {markdown_inline(item.kind)} | {changes} | "
-                f"{proof} | {cells} |"
+                f"{proof} | {cost} | {cells} |"
             )
     else:
         lines += ["", "No edit the recipe schema can express reaches validated evidence."]

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from provenance.review.suggest.cost import EditCost, SimulatedAcceptance
 from provenance.review.suggest.edits import EditOp
 from provenance.review.suggest.proof import Proof
 
@@ -37,7 +38,15 @@ class Suggestion(BaseModel):
     target: TargetRef | None = None
     ops: tuple[EditOp, ...]
     changes: tuple[str, ...]
+    #: the re-audit; ``proof.cost`` is what the edit takes from combinations that did not
+    #: ask for it (empty: it costs nothing)
     proof: Proof
+    #: the costs of a broader edit to the same evidence point that this scoped one avoids
+    #: (the broader edit is not shown)
+    scoped_instead_of: tuple[EditCost, ...] = ()
+    #: the runs behind the edit (its target, the evidence of what it makes recommended)
+    #: that simulated speculative acceptance instead of measuring it
+    simulated_acceptance: tuple[SimulatedAcceptance, ...] = ()
     #: the suggestions this one is left out of the combined edit for: added to them it
     #: makes the combination worse or cancels their gain
     conflicts_with: tuple[str, ...] = ()

@@ -31,7 +31,7 @@ import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -42,6 +42,7 @@ from provenance.audit.pipeline import AuditFilters, AuditInputs, EvidenceCache, 
 from provenance.audit.verdicts import AuditReport, SelectionSet, VerdictEntry
 from provenance.model.reasons import VerdictKind
 from provenance.normalise.policy import POLICY_FILES
+from provenance.review.suggest.cost import CostKey, EditCost, RecipeChoices, RoleMap, costs_of
 
 __all__ = ["CellCount", "Outcomes", "Proof", "Prover", "Reachable", "outcomes", "reachable_points"]
 
@@ -54,6 +55,8 @@ class _Outcome:
     recommended: bool
     #: summed distance to the nearest evidence point over the roles (None: none in scope)
     distance: int | None
+    #: the verdict entry (its major flags and evidence): what the cost measure compares
+    entry: VerdictEntry | None = field(default=None, compare=False, repr=False)
 
 
 Outcomes = dict[SelectionKey, _Outcome]
@@ -111,7 +114,19 @@ def _outcome(entry: VerdictEntry, reachable: Reachable | None) -> _Outcome:
         hardware = entry.selections[0].hardware
         if not all(reachable(n.record, hardware) for n in nearest):
             distance = None
-    return _Outcome(entry.verdict is VerdictKind.RECOMMENDED, distance)
+    return _Outcome(entry.verdict is VerdictKind.RECOMMENDED, distance, entry)
+
+
+def _role_map(entry: VerdictEntry | None) -> RoleMap:
+    if entry is None:
+        return {}
+    return {(r.role, r.node_rank): {f.key: f.value for f in r.flags} for r in entry.roles}
+
+
+def _selected(key: SelectionKey) -> frozenset[str]:
+    """The features a combination selected (see :func:`_keys`)."""
+    features = key[6]
+    return frozenset(str(f) for f in features) if isinstance(features, tuple) else frozenset()
 
 
 def outcomes(report: AuditReport, reachable: Reachable | None = None) -> Outcomes:
@@ -155,11 +170,21 @@ class Proof(BaseModel):
     #: reason code -> combinations, before and after (the whole recipe)
     reasons_before: dict[str, int] = {}
     reasons_after: dict[str, int] = {}
+    #: what the edit takes from combinations that did not ask for it (:mod:`.cost`),
+    #: measured combination by combination; empty: the edit costs nothing
+    cost: tuple[EditCost, ...] = ()
+    #: the evidence records that back the combinations the edit makes recommended
+    backed_by: tuple[str, ...] = ()
 
     @property
     def clean(self) -> bool:
         """No combination loses its recommendation or moves away from the evidence."""
         return self.lost == 0 and self.worse == 0
+
+    @property
+    def free(self) -> bool:
+        """Clean, and takes nothing from any combination (no :attr:`cost`)."""
+        return self.clean and not self.cost
 
 
 def _cells(counter: Counter[tuple[str, str, str]]) -> tuple[CellCount, ...]:
@@ -182,6 +207,7 @@ class Prover:
         shared: EvidenceCache,
         baseline: AuditReport,
         reachable: Reachable | None = None,
+        choices: RecipeChoices | None = None,
     ) -> None:
         self.recipes_root = recipes_root
         self.relative = recipe_file.resolve().relative_to(recipes_root.resolve())
@@ -191,7 +217,9 @@ class Prover:
         self.shared = shared
         self.baseline = baseline
         self.reachable = reachable
+        self.choices = choices
         self.before = outcomes(baseline, reachable)
+        self._flags: dict[int, RoleMap] = {}
         self._workdir = tempfile.TemporaryDirectory(prefix="provenance-suggest-")
         self.root = Path(self._workdir.name) / "recipes"
         self._copy_root()
@@ -245,14 +273,33 @@ class Prover:
         gained: Counter[tuple[str, str, str]] = Counter()
         costs: Counter[tuple[str, str, str]] = Counter()
         counts = Counter[str]()
+        paid: Counter[CostKey] = Counter()
+        backed: dict[str, None] = {}
+        memo: dict[tuple[object, ...], set[CostKey]] = {}
+        after_flags: dict[int, RoleMap] = {}
         for key, new in after.items():
             old = self.before.get(key)
             if old is None:
                 continue
+            if self.choices is not None and old.entry is not None and new.entry is not None:
+                selected = _selected(key)
+                # the cell and its feature picks decide which recipe place writes a flag
+                at = (id(old.entry), id(new.entry), *key[:3], *key[6:8])
+                found = memo.get(at)
+                if found is None:
+                    found = memo[at] = self.choices.classify(
+                        self._entry_flags(old.entry, self._flags),
+                        self._entry_flags(new.entry, after_flags),
+                        selected,
+                        key,
+                    )
+                paid.update(found)
             cell = (str(key[0]), str(key[1]), str(key[2]))
             if new.recommended and not old.recommended:
                 gained[cell] += 1
                 counts["gained"] += 1
+                if new.entry is not None:
+                    backed.update(dict.fromkeys(ref.record for ref in new.entry.evidence))
             elif old.recommended and not new.recommended:
                 costs[cell] += 1
                 counts["lost"] += 1
@@ -281,8 +328,17 @@ class Prover:
             costs=_cells(costs),
             reasons_before=dict(self.baseline.summary.by_reason),
             reasons_after=reasons_after,
+            cost=costs_of(paid),
+            backed_by=tuple(backed),
         )
         return proof, report
+
+    @staticmethod
+    def _entry_flags(entry: VerdictEntry, memo: dict[int, RoleMap]) -> RoleMap:
+        found = memo.get(id(entry))
+        if found is None:
+            found = memo[id(entry)] = _role_map(entry)
+        return found
 
     def _merged_reasons(self, report: AuditReport, variants: set[str]) -> dict[str, int]:
         """The whole recipe's reason counts: the baseline's for untouched variants, the

@@ -10,13 +10,18 @@
    exactly those). Where the evidence splits *within* a hardware (by feature or
    strategy), no layer of the schema can follow it: say so (:class:`Inexpressible`).
 4. Prove every candidate (:mod:`.proof`): apply it to a copy, re-render, re-audit,
-   compare combination by combination. Only edits that render and help are kept.
-5. Combine the clean ones greedily (most combinations gained first, smaller edits
-   first), proving the combination again at each step: two edits that move the same
+   compare combination by combination. Only edits that render and help are kept. The
+   proof also measures what each edit takes from combinations that did not ask for it
+   (:mod:`.cost`: a feature forced on them, a flag the recipe writes taken from them).
+   A costed edit is dropped when another edit to the same evidence point costs
+   strictly less (its scoped form); otherwise it is shown with its cost, never combined.
+5. Combine the free ones (clean, no cost) greedily (most combinations gained first,
+   smaller edits first), proving the combination again at each step: two edits that move the same
    flag out of a variant's list are merged (the flag written back only where both
    write it back); an edit whose addition makes the combination worse or cancels an
    earlier edit's gain is left out and reported as conflicting with it.
-6. Where nothing can reach evidence, name the benchmark that would have to exist.
+6. Name the runs behind each edit that simulated speculative acceptance.
+7. Where nothing can reach evidence, name the benchmark that would have to exist.
 """
 
 from __future__ import annotations
@@ -41,10 +46,15 @@ from provenance.errors import ProvenanceError
 from provenance.model.reasons import ReasonCode, VerdictKind
 from provenance.model.scope import Scope, checkpoint_key, deployment_kind
 from provenance.normalise.policy import load_policy
-from provenance.recipes.enumerate.hardware import hardware_view
+from provenance.recipes.enumerate.hardware import HardwareView, hardware_view
 from provenance.recipes.load.loader import Recipe, RecipesRoot, load_recipe, load_recipes_root
 from provenance.recipes.locate import FlagPlace, flag_places
 from provenance.recipes.render.synthesis import model_id_of
+from provenance.review.suggest.cost import (
+    EditCost,
+    RecipeChoices,
+    simulated_acceptance,
+)
 from provenance.review.suggest.edits import (
     AddFlag,
     Edit,
@@ -62,7 +72,9 @@ from provenance.review.suggest.model import (
 )
 from provenance.review.suggest.proof import Proof, Prover, reachable_points
 from provenance.review.suggest.search import (
+    Cell,
     Target,
+    applies,
     by_canonical_key,
     candidate_edits,
     cells_of,
@@ -79,6 +91,8 @@ MAX_CANDIDATES = 24
 MAX_SUGGESTIONS = 6
 #: Edits that gain but cost something, shown with exactly what they cost.
 MAX_COSTLY = 2
+#: Clean edits that take something from users (:mod:`.cost`), shown with that cost.
+MAX_PRICED = 6
 
 
 class SuggestRequest(BaseModel):
@@ -100,6 +114,8 @@ class _Proven(BaseModel):
     group: str
     title: str
     target: TargetRef | None = None
+    #: the costs of a broader edit to the same evidence that this one avoids
+    scoped_instead_of: tuple[EditCost, ...] = ()
 
 
 def run_suggest(
@@ -146,6 +162,7 @@ def run_suggest(
     }
     relative = recipe.path.resolve().relative_to(resolved.recipes_root.resolve()).as_posix()
     hardware_of = variant_hardware(baseline)
+    choices = RecipeChoices(places, recipe.spec.opt_in_features or (), _reaches(root))
     with Prover(
         resolved.recipes_root,
         recipe.path,
@@ -155,41 +172,43 @@ def run_suggest(
         shared,
         baseline,
         reachable_points(loaded.graph, gpus),
+        choices,
     ) as prover:
         say("re-auditing the edits that reach validated evidence")
         proven, tried = _reach(
-            baseline, recipe, root, loaded.graph, gpus, places, tokens, text, prover
+            baseline, recipe, root, loaded.graph, gpus, places, tokens, text, prover, choices
         )
         say("re-auditing the edits that scope flags to the hardware evidence backs")
         scoped, inexpressible, tried_scope = _scope(
             baseline, recipe, root, loaded.graph, places, hardware_of, text, prover
         )
+        kept = _unsuperseded([*proven, *scoped])
         say("combining the proven edits and re-auditing the combination")
-        chosen, conflicts, combined = _combine([*proven, *scoped], text, prover)
+        chosen, conflicts, combined = _combine([i for i in kept if i.proof.free], text, prover)
+    priced = sorted(
+        (item for item in kept if item.proof.clean and item.proof.cost),
+        key=lambda i: (-i.proof.gained, -i.proof.better, i.edit.size),
+    )[:MAX_PRICED]
     costly = sorted(
-        (item for item in proven if not item.proof.clean),
+        (item for item in kept if item.kind == "reach" and not item.proof.clean),
         key=lambda i: (-(i.proof.gained - i.proof.lost), i.proof.worse, i.edit.size),
     )[:MAX_COSTLY]
-    suggestions = tuple(
-        _suggestion(f"S{index}", item, text, relative) for index, item in enumerate(chosen, 1)
-    )
-    suggestions += tuple(
-        _suggestion(
-            f"S{index}",
-            item,
-            text,
-            relative,
-            conflicts_with=tuple(f"S{at + 1}" for at in against),
+    graph = loaded.graph
+
+    def suggestion(ident: str, item: _Proven, against: tuple[int, ...] = ()) -> Suggestion:
+        return _suggestion(
+            ident, item, text, relative, graph, tuple(f"S{at + 1}" for at in against)
         )
-        for index, (item, against) in enumerate(conflicts, len(chosen) + 1)
-    )
-    suggestions += tuple(
-        _suggestion(f"S{index}", item, text, relative)
-        for index, item in enumerate(costly, len(chosen) + len(conflicts) + 1)
+
+    shown: list[tuple[_Proven, tuple[int, ...]]] = [(item, ()) for item in chosen]
+    shown += conflicts
+    shown += [(item, ()) for item in (*priced, *costly)]
+    suggestions = tuple(
+        suggestion(f"S{index}", item, against) for index, (item, against) in enumerate(shown, 1)
     )
     combined_suggestion = None
     if combined is not None and len(chosen) > 1:
-        combined_suggestion = _suggestion("all", combined, text, relative)
+        combined_suggestion = suggestion("all", combined)
     return SuggestReport(
         recipe=recipe.hf_id,
         recipe_file=relative,
@@ -208,9 +227,11 @@ def _suggestion(
     item: _Proven,
     text: str,
     relative: str,
+    graph: EvidenceIndex,
     conflicts_with: tuple[str, ...] = (),
 ) -> Suggestion:
     edited = apply_edit(text, item.edit)
+    aimed = (item.target.record,) if item.target is not None else ()
     return Suggestion(
         id=ident,
         kind="reach" if item.kind == "reach" else "scope",
@@ -220,9 +241,72 @@ def _suggestion(
         ops=item.edit.ops,
         changes=tuple(item.edit.describe()),
         proof=item.proof,
+        scoped_instead_of=item.scoped_instead_of,
+        simulated_acceptance=simulated_acceptance(graph, (*aimed, *item.proof.backed_by)),
         conflicts_with=conflicts_with,
         diff=unified_diff(text, edited, relative),
     )
+
+
+def _reaches(root: RecipesRoot) -> Callable[[FlagPlace, tuple[object, ...], str], bool]:
+    """Whether a recipe place reaches a combination (keyed as :mod:`.proof` keys it)."""
+    views: dict[str, HardwareView] = {}
+
+    def reaches(place: FlagPlace, combo: tuple[object, ...], role: str) -> bool:
+        variant, hardware, strategy = (str(part or "") for part in combo[:3])
+        features, modes = combo[6], combo[7]
+        view = views.get(hardware)
+        if view is None:
+            view = views[hardware] = hardware_view(root.taxonomy, hardware)
+        cell = Cell(
+            variant,
+            hardware,
+            strategy,
+            tuple(str(f) for f in features) if isinstance(features, tuple) else (),
+            tuple((str(k), str(v)) for k, v in modes if v) if isinstance(modes, tuple) else (),
+        )
+        return applies(place, cell, role, view)
+
+    return reaches
+
+
+def _cost_ids(item: _Proven) -> frozenset[tuple[str, str, str]]:
+    return frozenset((c.kind, c.flag, c.value) for c in item.proof.cost)
+
+
+def _unsuperseded(items: Sequence[_Proven]) -> list[_Proven]:
+    """``items`` without each costed edit that another edit to the same evidence point
+    supersedes: one that gains too and costs strictly less (its costs a proper subset,
+    and, when it is clean, so is the broader one or worse). The narrower edit keeps the
+    costs it avoids, to say why it is the one shown."""
+    kept: dict[int, _Proven] = dict(enumerate(items))
+    for at, item in enumerate(items):
+        costs = _cost_ids(item)
+        if not costs or item.target is None:
+            continue
+        for other_at, other in enumerate(items):
+            if (
+                other_at == at
+                or other.target is None
+                or other.target.record != item.target.record
+                or other.proof.gained == 0
+                or not other.proof.clean >= item.proof.clean
+                or not _cost_ids(other) < costs
+            ):
+                continue
+            avoided = tuple(
+                c for c in item.proof.cost if (c.kind, c.flag, c.value) not in _cost_ids(other)
+            )
+            narrower = kept[other_at]
+            known = {(c.kind, c.flag, c.value) for c in narrower.scoped_instead_of}
+            extra = tuple(c for c in avoided if (c.kind, c.flag, c.value) not in known)
+            if extra:
+                kept[other_at] = narrower.model_copy(
+                    update={"scoped_instead_of": (*narrower.scoped_instead_of, *extra)}
+                )
+            kept.pop(at, None)
+            break
+    return list(kept.values())
 
 
 def _prove(edit: Edit, text: str, prover: Prover) -> Proof | None:
@@ -247,13 +331,14 @@ def _reach(
     tokens: Sequence[str],
     text: str,
     prover: Prover,
+    choices: RecipeChoices,
 ) -> tuple[list[_Proven], int]:
     found = targets(baseline, recipe, root, graph, gpus)
     found.sort(key=lambda t: (t.size, -t.entry.combinations, t.record.id))
     hardware_of = variant_hardware(baseline)
     seen: dict[Edit, Target] = {}
     for target in found:
-        for edit in candidate_edits(target, places, root, hardware_of, tokens):
+        for edit in candidate_edits(target, places, root, hardware_of, tokens, choices):
             seen.setdefault(edit, target)
         if len(seen) >= MAX_CANDIDATES:
             break

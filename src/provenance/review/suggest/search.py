@@ -17,6 +17,13 @@ turned into the smallest edit the recipe schema offers for that cell:
 * a different value is changed where it is written, or, for the single-node TP size,
   pinned with ``variants.<v>.tp.<hw>``.
 
+A flag only the evidence sets that one of the recipe's opt-in features writes (the
+evidence ran ``--language-model-only``, which ``text_only`` writes) is not only added:
+added to a cell that did not select the feature it forces the feature on every user of
+the cell (:mod:`.cost`). So each such edit comes with its scoped form first, the same
+edit without that addition, which reaches the evidence through the combinations that
+select the feature.
+
 Placement flags the builder emits itself (pool sizes, DP ranks) are the user's
 selection, not the recipe's: a target that needs them changed belongs to another
 combination of the same recipe. Candidates are only proposals: :mod:`.proof` decides.
@@ -39,11 +46,13 @@ from provenance.recipes.enumerate.hardware import HardwareView, hardware_view
 from provenance.recipes.load.loader import Recipe, RecipesRoot
 from provenance.recipes.locate import FlagPlace
 from provenance.recipes.render.synthesis import model_id_of
+from provenance.review.suggest.cost import RecipeChoices
 from provenance.review.suggest.edits import AddFlag, Edit, EditOp, RemoveFlag, SetTp, flag_spelling
 
 __all__ = [
     "Cell",
     "Target",
+    "applies",
     "by_canonical_key",
     "candidate_edits",
     "cells_of",
@@ -307,13 +316,16 @@ def candidate_edits(
     root: RecipesRoot,
     variant_hardware: Mapping[str, Sequence[str]],
     all_tokens: Sequence[str],
+    choices: RecipeChoices | None = None,
 ) -> list[Edit]:
-    """The edits that would give ``target``'s cell the target's flags (one or two)."""
+    """The edits that would give ``target``'s cell the target's flags (one or two, each
+    preceded by its scoped form when it forces a feature the cell did not select)."""
     cell = target.cell
     hw = hardware_view(root.taxonomy, cell.hardware)
     plain: list[EditOp] = []
     moved: list[EditOp] = []
     broad: list[tuple[FlagPlace, str]] = []
+    forcing: set[EditOp] = set()
     for role, only_recipe, only_evidence, changed in target.diff:
         for key in only_recipe:
             removals = _removals(key, cell, role, hw, places)
@@ -324,7 +336,10 @@ def candidate_edits(
                 if place.container[:1] == ("variants",) and len(place.container) == 3:
                     broad.append((place, key))
         for key, value in only_evidence.items():
-            plain.append(_add(key, value, cell, role, places, all_tokens))
+            op = _add(key, value, cell, role, places, all_tokens)
+            if choices is not None and choices.forced_features(key, value, cell.features):
+                forcing.add(op)
+            plain.append(op)
         for key, (_, value) in changed.items():
             if key == "tensor_parallel_size":
                 plain.append(SetTp(variant=cell.variant, hardware=cell.hardware, tp=int(value)))
@@ -357,7 +372,15 @@ def candidate_edits(
                     )
                 )
         edits.append(Edit(ops=_unique(moved)))
-    return edits
+    if not forcing:
+        return edits
+    scoped: list[Edit] = []
+    for edit in edits:
+        kept = tuple(op for op in edit.ops if op not in forcing)
+        if kept and len(kept) < len(edit.ops):
+            scoped.append(Edit(ops=kept))
+        scoped.append(edit)
+    return scoped
 
 
 def _unique(ops: Iterable[EditOp]) -> tuple[EditOp, ...]:
