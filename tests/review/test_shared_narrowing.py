@@ -18,7 +18,13 @@ from recipes_repo import EMBEDDED
 
 from provenance.audit.pipeline import AuditFilters
 from provenance.review import pr_audit
-from provenance.review.pr_audit import PrAuditRequest, SharedChange, run_pr_audit, shared_change
+from provenance.review.pr_audit import (
+    PrAuditRequest,
+    SharedChange,
+    documentation_only,
+    run_pr_audit,
+    shared_change,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 MIRROR = Path(
@@ -34,6 +40,9 @@ REAL = [
     ("654e011ab", "hardware", "Add RTX Pro 6000 recipes (#648): two profiles, 3 recipes"),
     ("31e22ed86", "strategies", "Remove --no-async-scheduling from pd_cluster (#483)"),
     ("141e8fb7e", "strategies", "Default socket iface env for multi-node (4 strategies)"),
+    ("be27f916b", "KV offload", "Fix Simple CPU offload boolean (#746): one KV option"),
+    ("7d3c39fcc", "KV offload", "Add OffloadingConnector options (#704): options and groups"),
+    ("5e93cbed6", "prose only", "Sort latest recipes by catalog date (#686): 151 recipes"),
 ]
 
 
@@ -61,11 +70,26 @@ def test_a_narrowed_shared_change_gives_the_diff_of_two_whole_audits(
     narrowed = run_pr_audit(request)
     assert narrowed.diff.audit_scope is not None and kind in narrowed.diff.audit_scope
     monkeypatch.setattr(pr_audit, "shared_change", lambda *args: None)
+    monkeypatch.setattr(pr_audit, "documentation_only", lambda *args: frozenset())
     whole = run_pr_audit(request)
     assert whole.diff.audit_scope is None
     _same(narrowed, whole)
     # the narrowing audited fewer combinations than the whole audit
     assert narrowed.diff.summary.head_combinations < whole.diff.summary.head_combinations
+
+
+def test_a_prose_only_recipe_change_audits_nothing_and_any_other_does(tmp_path: Path) -> None:
+    from recipes_repo import MODEL
+
+    base = _root(tmp_path, "base")
+    text = (EMBEDDED / MODEL).read_text(encoding="utf-8")
+    assert "\n  title: " in text or "\n  title:" in text
+    prose = _root(
+        tmp_path, "prose", {MODEL: ("\n  title:", "\n  description: new prose\n  title:")}
+    )
+    assert documentation_only(base, prose, [MODEL]) == frozenset({MODEL})
+    claim = _root(tmp_path, "claim", {MODEL: ("    h200: verified", "    h200: supported")})
+    assert documentation_only(base, claim, [MODEL]) == frozenset()
 
 
 def _root(tmp_path: Path, name: str, edits: dict[str, tuple[str, str]] | None = None) -> Path:
@@ -97,4 +121,11 @@ def test_what_a_shared_change_can_affect(tmp_path: Path) -> None:
     # both at once, or any other part of the taxonomy: every combination may change
     assert shared_change(base, _root(tmp_path, "both", H100_RENAMED | TP_ARGS)) is None
     kv = {"taxonomy.yaml": ("    label: Simple\n", "    label: Simpler\n")}
-    assert shared_change(base, _root(tmp_path, "kv", kv)) is None
+    simple = shared_change(base, _root(tmp_path, "kv", kv))
+    assert simple == SharedChange(kv=frozenset({"simple"}))
+    # the PR audit enumerates no KV offload unless a recipe declares it: nothing then
+    assert simple.narrow(AuditFilters()).kv == "only:"
+    assert simple.narrow(AuditFilters(kv="all")).kv == "only:simple"
+    assert simple.narrow(AuditFilters(kv="simple,lmcache")).kv == "only:simple"
+    tasks = {"taxonomy.yaml": ("  display_name: Text\n", "  display_name: Texts\n")}
+    assert shared_change(base, _root(tmp_path, "tasks", tasks)) is None

@@ -28,6 +28,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
@@ -54,6 +55,10 @@ from provenance.review.revisions import (
     model_paths,
 )
 from provenance.review.tuning import TuningChange, recipe_pairs, tuning_changes
+
+if TYPE_CHECKING:
+    from provenance.recipes.load.loader import Recipe, RecipesRoot
+
 from provenance.sources.git import (
     Commit,
     Repo,
@@ -156,6 +161,18 @@ def _audit_base(
         if not error.path:
             error = error.model_copy(update={"path": f"{commit.hexsha[:12]}:"})
         return None, (error,)
+
+
+def _scope_text(scope: SharedChange | None, prose: frozenset[str]) -> str | None:
+    """What the report says about what was audited, when less than everything."""
+    parts = [scope.describe()] if scope is not None else []
+    if prose:
+        parts.append(
+            f"{len(prose)} changed recipe(s) differ in prose only (meta description, dates, "
+            "title…; comments, layout): none of their combinations or claims can change, "
+            "so they are not audited as changed"
+        )
+    return "; ".join(parts) or None
 
 
 def _check_filters(filters: AuditFilters, sides: list[tuple[Path, list[str]]]) -> None:
@@ -307,10 +324,20 @@ class SharedChange(BaseModel):
 
     hardware: frozenset[str] | None = None
     strategies: frozenset[str] | None = None
+    #: the KV offload options (taxonomy ``kv_offload``, through ``kv_offload_groups``)
+    #: and ``kv_store/`` ids it changes: only combinations with one of them can change
+    kv: frozenset[str] | None = None
 
     def narrow(self, filters: AuditFilters) -> AuditFilters:
         """``filters`` limited to what the change can affect."""
         update: dict[str, object] = {}
+        if self.kv is not None:
+            ids = set(self.kv)
+            if filters.kv == "off":
+                ids = set()
+            elif filters.kv != "all":
+                ids &= {k.strip() for k in filters.kv.split(",")}
+            update["kv"] = "only:" + ",".join(sorted(ids))
         if self.hardware is not None:
             wanted = filters.hardware
             update["hardware"] = tuple(
@@ -324,6 +351,13 @@ class SharedChange(BaseModel):
         return filters.model_copy(update=update)
 
     def describe(self) -> str:
+        if self.kv is not None:
+            names = ", ".join(sorted(self.kv)) or "none"
+            return (
+                f"the shared files change KV offload options only ({names}): the recipes this "
+                "PR does not touch are audited on combinations with those only (no other "
+                "combination can change)"
+            )
         if self.hardware is not None:
             names = ", ".join(sorted(self.hardware)) or "none"
             return (
@@ -336,6 +370,37 @@ class SharedChange(BaseModel):
             f"strategies/ changes strategies only ({names}): the recipes this PR does not "
             "touch are audited with those strategies only (no other combination can change)"
         )
+
+
+def _kv_change(base: RecipesRoot, head: RecipesRoot) -> SharedChange | None:
+    """The KV offload ids a change limited to the taxonomy's ``kv_offload`` and
+    ``kv_offload_groups`` and to ``kv_store/`` touches; None when anything else changed
+    (or nothing KV did)."""
+    kv_fields = ("kv_offload", "kv_offload_groups")
+    others = [f for f in type(base.taxonomy).model_fields if f not in kv_fields]
+    if any(getattr(base.taxonomy, f) != getattr(head.taxonomy, f) for f in others):
+        return None
+    if base.strategies != head.strategies:
+        return None
+    before, after = base.taxonomy.kv_offload or {}, head.taxonomy.kv_offload or {}
+    changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    groups_before = base.taxonomy.kv_offload_groups or {}
+    groups_after = head.taxonomy.kv_offload_groups or {}
+    for group in groups_before.keys() | groups_after.keys():
+        if groups_before.get(group) != groups_after.get(group):
+            changed |= {
+                k
+                for k, option in (*before.items(), *after.items())
+                if option is not None and option.group == group
+            }
+    stores = {
+        k
+        for k in base.kv_store.keys() | head.kv_store.keys()
+        if base.kv_store.get(k) != head.kv_store.get(k)
+    }
+    if not changed and not stores:
+        return None
+    return SharedChange(kv=frozenset(changed | stores))
 
 
 def shared_change(base_root: Path, head_root: Path) -> SharedChange | None:
@@ -353,6 +418,9 @@ def shared_change(base_root: Path, head_root: Path) -> SharedChange | None:
         base, head = load_recipes_root(base_root), load_recipes_root(head_root)
     except ProvenanceError:
         return None
+    kv = _kv_change(base, head)
+    if kv is not None:
+        return kv
     if base.kv_store != head.kv_store:
         return None
     before = base.taxonomy.hardware_profiles or {}
@@ -371,6 +439,53 @@ def shared_change(base_root: Path, head_root: Path) -> SharedChange | None:
     if strategies:
         return SharedChange(strategies=strategies)
     return SharedChange(hardware=profiles)
+
+
+#: ``meta`` fields the recipes site shows as prose, never in a command or a claim
+DOCUMENTATION_META = (
+    "title",
+    "slug",
+    "provider",
+    "description",
+    "date_added",
+    "date_updated",
+    "difficulty",
+    "performance_headline",
+    "related_recipes",
+)
+
+
+def documentation_only(base_root: Path, head_root: Path, models: list[str]) -> frozenset[str]:
+    """The ``models`` that differ between the two materialised roots only in their prose
+    (:data:`DOCUMENTATION_META`, comments, formatting): none of their combinations,
+    verdicts or claims can change. A recipe either side cannot load is not among them (the
+    audit reports it); nor is any when a root does not load."""
+    from provenance.errors import ProvenanceError
+    from provenance.recipes.load.loader import load_recipe, load_recipes_root
+
+    if not models:
+        return frozenset()
+    try:
+        roots = load_recipes_root(base_root), load_recipes_root(head_root)
+    except ProvenanceError:
+        return frozenset()
+
+    def audited(recipe: Recipe) -> object:
+        spec = recipe.spec
+        if spec.meta is None:
+            return spec
+        blank = dict.fromkeys(DOCUMENTATION_META)
+        return spec.model_copy(update={"meta": spec.meta.model_copy(update=blank)})
+
+    found = set()
+    for model in models:
+        try:
+            base, head = load_recipe(roots[0], model), load_recipe(roots[1], model)
+        except ProvenanceError:
+            continue
+        if base.hf_id == head.hf_id and audited(base) == audited(head):
+            found.add(model)
+    return frozenset(found)
 
 
 def declared_kv_offload(root: Path, models: list[str]) -> set[str]:
@@ -482,9 +597,19 @@ def run_pr_audit(
         head_present = (
             materialise(head, head_models, Path(head_dir), judging=base) if head_models else []
         )
+        # Recipes whose change is prose only: nothing of theirs can change.
+        prose = documentation_only(
+            Path(base_dir),
+            Path(head_dir),
+            [m for m in changed.models if m in base_present and m in head_present],
+        )
+        touched = frozenset(changed.models) - prose
+        if prose and not changed.shared_changed:
+            base_present = [m for m in base_present if m not in prose]
+            head_present = [m for m in head_present if m not in prose]
         # One recipe changed inside some variants only: the base audits just those.
         narrowed = None
-        models = list(changed.models)
+        models = sorted(touched)
         if (
             not changed.shared_changed
             and len(models) == 1
@@ -516,7 +641,7 @@ def run_pr_audit(
             untouched = {
                 m: scope.narrow(head_filters)
                 for m in {*base_present, *head_present}
-                if m not in changed.models
+                if m not in touched
             }
         if progress is not None:
             progress(f"auditing the base ({len(base_present)} recipe(s))")
@@ -552,7 +677,7 @@ def run_pr_audit(
             for report in (base_report, head_report)
             if report is not None
             for recipe, path in report.recipe_files.items()
-            if path in changed.models
+            if path in touched
         },
     )
     diff = diff.model_copy(
@@ -561,7 +686,7 @@ def run_pr_audit(
             "tuning": tuning,
             "no_evidence": recipes_without_evidence(head_report) if head_report else (),
             "judging_changes": judging_changes(base, head),
-            "audit_scope": scope.describe() if scope is not None else None,
+            "audit_scope": _scope_text(scope, prose),
             "base_errors": (*base_broken, *diff.base_errors),
         }
     )

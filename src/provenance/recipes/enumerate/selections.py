@@ -109,7 +109,8 @@ class EnumerationOptions(BaseModel):
     features_exact: tuple[str, ...] | None = None
     pd_nodes: str = "1,2,default"
     pd_pairing: PdPairing = "joint"
-    #: ``off``, ``all`` or a list of kv_offload option / kv_store ids
+    #: ``off``, ``all`` or a list of kv_offload option / kv_store ids (with the
+    #: combinations without KV offload); ``only:`` and a list: those ids, without them
     kv: str = "off"
     #: Mooncake instance counts; None = each topology's default
     kv_instances: tuple[int, ...] | None = None
@@ -128,6 +129,8 @@ class EnumerationOptions(BaseModel):
             return ("",)
         if self.kv == "all":
             return None
+        if self.kv.startswith("only:"):
+            return tuple(t.strip() for t in self.kv[5:].split(",") if t.strip())
         return ("", *(t.strip() for t in self.kv.split(",") if t.strip()))
 
 
