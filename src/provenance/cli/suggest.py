@@ -22,7 +22,7 @@ from provenance.errors import EXIT_OK
     type=click.Choice(["text", "json", "markdown", "diff"]),
     default="text",
     show_default=True,
-    help="diff: the combined edit alone, for `git apply`.",
+    help="diff: the proposed edit alone (only edits that cost no user anything), for `git apply`.",
 )
 @click.option(
     "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write here."

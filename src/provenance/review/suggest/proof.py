@@ -21,6 +21,12 @@ GPUs where pd_cluster pools are whole nodes) is neither worse nor better, before
 after: moving towards or away from a point no recipe edit can match changes nothing the
 author can act on.
 
+Given the recipe's choices (:class:`~provenance.review.suggest.cost.RecipeChoices`),
+the comparison also measures each combination's major flags before and after: a
+feature's flag forced on a combination that did not select it, or a flag the recipe
+writes taken from it, is the edit's ``cost``; ``backed_by`` names the evidence of the
+combinations it makes recommended.
+
 An edit that touches only ``variants.<v>`` sections is audited for those variants
 alone: no other combination can change.
 """
