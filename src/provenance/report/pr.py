@@ -45,10 +45,7 @@ def write_pr_audit(result: PrAuditResult, fmt: str, out: TextIO) -> None:
     elif fmt == "sarif":
         from provenance.report.sarif import write_pr as write_sarif
 
-        if result.head_report is not None:
-            write_sarif(result.head_report, result.base_report, diff, out)
-        else:
-            out.write('{"version": "2.1.0", "runs": []}\n')
+        write_sarif(result.head_report, result.base_report, diff, out)
     elif fmt == "html":
         from provenance.report.html import HtmlDiff, render_html, sweeps_from_ledger
 

@@ -383,8 +383,12 @@ def _item(report: AuditReport, result: _Result) -> dict[str, Any]:
 
 
 def _document(
-    report: AuditReport, rules: list[dict[str, Any]], results: list[dict[str, Any]]
+    report: AuditReport | None,
+    rules: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    ledger: str = "",
 ) -> dict[str, Any]:
+    """One run of ``results``; ``ledger`` names the ledger when there is no ``report``."""
     return {
         "$schema": SARIF_SCHEMA_URI,
         "version": "2.1.0",
@@ -399,7 +403,9 @@ def _document(
                     }
                 },
                 "columnKind": "unicodeCodePoints",
-                "properties": {"ledger": terminal(report.ledger_line())},
+                "properties": {
+                    "ledger": terminal(report.ledger_line() if report is not None else ledger)
+                },
                 "results": results,
             }
         ],
@@ -627,8 +633,17 @@ def build_pr(head: AuditReport, base: AuditReport | None, diff: DiffReport) -> d
     return _document(head, _rules([CLAIM_RULE, INVALID_RECIPE_RULE]), items)
 
 
-def write_pr(head: AuditReport, base: AuditReport | None, diff: DiffReport, out: TextIO) -> None:
-    json.dump(build_pr(head, base, diff), out, indent=2, ensure_ascii=False)
+def write_pr(
+    head: AuditReport | None, base: AuditReport | None, diff: DiffReport, out: TextIO
+) -> None:
+    """The PR's SARIF; with no head audit (no recipe to audit in the head), one run with no
+    result, so that code scanning closes what an earlier run of the PR reported."""
+    if head is None:
+        ledger = diff.ledger_source.describe() if diff.ledger_source is not None else ""
+        document = _document(None, _rules([CLAIM_RULE]), [], ledger)
+    else:
+        document = build_pr(head, base, diff)
+    json.dump(document, out, indent=2, ensure_ascii=False)
     out.write("\n")
 
 
