@@ -351,24 +351,20 @@ class SharedChange(BaseModel):
         return filters.model_copy(update=update)
 
     def describe(self) -> str:
+        names: frozenset[str] | None
         if self.kv is not None:
-            names = ", ".join(sorted(self.kv)) or "none"
-            return (
-                f"the shared files change KV offload options only ({names}): the recipes this "
-                "PR does not touch are audited on combinations with those only (no other "
-                "combination can change)"
-            )
-        if self.hardware is not None:
-            names = ", ".join(sorted(self.hardware)) or "none"
-            return (
-                f"taxonomy.yaml changes hardware profiles only ({names}): the recipes this PR "
-                "does not touch are audited on those profiles only (no other combination can "
-                "change)"
-            )
-        names = ", ".join(sorted(self.strategies or ())) or "none"
+            what, names, how = "the shared files change KV offload options", self.kv, "on"
+            where = "combinations with those"
+        elif self.hardware is not None:
+            what, names, how = "taxonomy.yaml changes hardware profiles", self.hardware, "on"
+            where = "those profiles"
+        else:
+            what, names, how = "strategies/ changes strategies", self.strategies, "with"
+            where = "those strategies"
+        listed = ", ".join(sorted(names or ())) or "none"
         return (
-            f"strategies/ changes strategies only ({names}): the recipes this PR does not "
-            "touch are audited with those strategies only (no other combination can change)"
+            f"{what} only ({listed}): the recipes this PR does not touch are audited {how} "
+            f"{where} only (no other combination can change)"
         )
 
 
