@@ -74,7 +74,10 @@ def cite_report(request: CiteRequest) -> CitedAudit | None:
             )
         )
         if result.head_report is None:
-            return None
+            if not result.changed.models:
+                return None  # no recipe changed
+            # recipes changed in prose only: none of their combinations changed
+            return CitedAudit(report=_nothing_audited(), changed=0)
         from provenance.review.introduced import introduced_report, recipes_without_evidence
 
         introduced = introduced_report(result.head_report, result.diff)
@@ -95,6 +98,17 @@ def cite_report(request: CiteRequest) -> CitedAudit | None:
     from provenance.review.introduced import recipes_without_evidence
 
     return CitedAudit(report=report, no_evidence=recipes_without_evidence(report))
+
+
+def _nothing_audited() -> AuditReport:
+    """An audit of no combination (what a PR that changes recipes in prose only adds)."""
+    from provenance import __version__
+    from provenance.audit.verdicts import AuditSummary
+
+    summary = AuditSummary(
+        combinations=0, recommended=0, guide_only=0, declared=0, undeclared_guide_only=0
+    )
+    return AuditReport(tool_version=__version__, recipes=(), summary=summary, verdicts=())
 
 
 def cite(request: CiteRequest) -> str:
