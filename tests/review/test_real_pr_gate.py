@@ -8,19 +8,10 @@ tests. Needs a clone of vllm-project/recipes with its history: ``$PROVENANCE_REC
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
+from recipes_support import recipes_git
 
 from provenance.review.pr_audit import PrAuditRequest, PrAuditResult, run_pr_audit
-
-REPO = Path(__file__).resolve().parents[2]
-MIRROR = Path(
-    os.environ.get(
-        "PROVENANCE_RECIPES_GIT", REPO.parent / ".mirror" / "vllm-project+recipes" / "repo"
-    )
-)
 
 pytestmark = pytest.mark.slow
 
@@ -50,9 +41,8 @@ PASSES = [
 
 
 def _audit(commit: str) -> PrAuditResult:
-    if not (MIRROR / "objects").is_dir() and not (MIRROR / ".git").is_dir():
-        pytest.skip(f"needs a vllm-project/recipes clone with history at {MIRROR}")
-    return run_pr_audit(PrAuditRequest(repo=MIRROR, base=f"{commit}^", head=commit))
+    mirror = recipes_git()
+    return run_pr_audit(PrAuditRequest(repo=mirror, base=f"{commit}^", head=commit))
 
 
 @pytest.mark.parametrize(("commit", "what", "categories"), CATCHES, ids=[c[0] for c in CATCHES])

@@ -9,12 +9,12 @@ Needs a clone of vllm-project/recipes with its history: ``$PROVENANCE_RECIPES_GI
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 from recipes_repo import EMBEDDED
+from recipes_support import recipes_git
 
 from provenance.audit.pipeline import AuditFilters
 from provenance.review import pr_audit
@@ -24,13 +24,6 @@ from provenance.review.pr_audit import (
     documentation_only,
     run_pr_audit,
     shared_change,
-)
-
-REPO = Path(__file__).resolve().parents[2]
-MIRROR = Path(
-    os.environ.get(
-        "PROVENANCE_RECIPES_GIT", REPO.parent / ".mirror" / "vllm-project+recipes" / "repo"
-    )
 )
 
 #: real merged recipes PRs (first-parent commits of 8959cf6) changing shared files only
@@ -64,9 +57,8 @@ def _same(narrowed: pr_audit.PrAuditResult, whole: pr_audit.PrAuditResult) -> No
 def test_a_narrowed_shared_change_gives_the_diff_of_two_whole_audits(
     monkeypatch: pytest.MonkeyPatch, commit: str, kind: str, what: str
 ) -> None:
-    if not (MIRROR / "objects").is_dir() and not (MIRROR / ".git").is_dir():
-        pytest.skip(f"needs a vllm-project/recipes clone with history at {MIRROR}")
-    request = PrAuditRequest(repo=MIRROR, base=f"{commit}^", head=commit)
+    mirror = recipes_git()
+    request = PrAuditRequest(repo=mirror, base=f"{commit}^", head=commit)
     narrowed = run_pr_audit(request)
     assert narrowed.diff.audit_scope is not None and kind in narrowed.diff.audit_scope
     monkeypatch.setattr(pr_audit, "shared_change", lambda *args: None)

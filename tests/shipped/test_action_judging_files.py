@@ -14,13 +14,12 @@ summary, for a maintainer's review."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
-from composite_action import ActionRun, run_composite_action
+from composite_action import ActionRun, pr_event, run_composite_action
 from recipes_history import HISTORY, PR682_BASE, PR682_HEAD
-from shipped_support import base_env, make_venv, recipes_repo
+from shipped_support import base_env, git, make_venv, recipes_repo
 
 pytestmark = [pytest.mark.shipped, pytest.mark.slow, pytest.mark.corpus]
 
@@ -43,22 +42,6 @@ RELAXING = {
 }
 
 
-def _git(repo: Path, *args: str) -> str:
-    env = {
-        **base_env(),
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.invalid",
-        "GIT_AUTHOR_DATE": "1785000000 +0000",
-        "GIT_COMMITTER_DATE": "1785000000 +0000",
-    }
-    done = subprocess.run(
-        ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
-    )
-    return done.stdout.strip()
-
-
 def _pr(root: Path, files: dict[str, str]) -> tuple[Path, str, str]:
     if not HISTORY.is_dir():
         pytest.skip("needs ../shared/corpus/recipes-history")
@@ -72,9 +55,9 @@ def _pr(root: Path, files: dict[str, str]) -> tuple[Path, str, str]:
     for rel, text in files.items():
         (repo / rel).write_text(text, encoding="utf-8")
     if files:
-        _git(repo, "add", "-A")
-        _git(repo, "commit", "-q", "-m", "#682, and a gate of its own")
-    return repo, base, _git(repo, "rev-parse", "HEAD")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", "#682, and a gate of its own")
+    return repo, base, git(repo, "rev-parse", "HEAD")
 
 
 @pytest.fixture(scope="module")
@@ -85,16 +68,10 @@ def setup_python_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _action(
     repo: Path, base: str, head: str, checkout: Path, bin_dir: Path, tmp: Path, **inputs: str
 ) -> ActionRun:
-    event = {
-        "action": "synchronize",
-        "number": 682,
-        "pull_request": {"number": 682, "base": {"sha": base}, "head": {"sha": head}},
-        "repository": {"full_name": "vllm-project/recipes"},
-    }
     return run_composite_action(
         checkout,
         inputs=inputs,
-        event=event,
+        event=pr_event(682, base, head),
         workspace=repo,
         runner_temp=tmp / "runner-temp",
         env=base_env(bin_dir),

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 import pytest
-from composite_action import ActionRun, run_composite_action
+from composite_action import ActionRun, pr_event, run_composite_action
 from recipes_history import HISTORY, MODEL, PR682_BASE, PR682_HEAD
 from shipped_support import base_env, make_venv, recipes_repo
 
@@ -83,16 +83,10 @@ def _run(
     number: int,
     **inputs: str,
 ) -> ActionRun:
-    event = {
-        "action": "synchronize",
-        "number": number,
-        "pull_request": {"number": number, "base": {"sha": base}, "head": {"sha": head}},
-        "repository": {"full_name": "vllm-project/recipes"},
-    }
     return run_composite_action(
         checkout,
         inputs=inputs,
-        event=event,
+        event=pr_event(number, base, head),
         workspace=repo,
         runner_temp=tmp_path / "runner-temp",
         env=base_env(setup_python_bin),

@@ -23,14 +23,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import socket
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from composite_action import ActionRun, run_composite_action
+from composite_action import ActionRun, pr_event, run_composite_action
 from recipes_history import HISTORY, PR682_BASE, PR682_HEAD
-from shipped_support import base_env, make_venv, recipes_repo
+from shipped_support import base_env, git, make_venv, recipes_repo
 
 pytestmark = [pytest.mark.shipped, pytest.mark.slow, pytest.mark.corpus]
 
@@ -86,22 +85,6 @@ def _plants(markers: Path, repo: Path) -> dict[str, str]:
     return files
 
 
-def _git(repo: Path, *args: str) -> str:
-    env = {
-        **base_env(),
-        "GIT_AUTHOR_NAME": "t",
-        "GIT_AUTHOR_EMAIL": "t@example.invalid",
-        "GIT_COMMITTER_NAME": "t",
-        "GIT_COMMITTER_EMAIL": "t@example.invalid",
-        "GIT_AUTHOR_DATE": "1785000000 +0000",
-        "GIT_COMMITTER_DATE": "1785000000 +0000",
-    }
-    done = subprocess.run(
-        ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
-    )
-    return done.stdout.strip()
-
-
 class Planted:
     def __init__(self, root: Path) -> None:
         if not HISTORY.is_dir():
@@ -124,14 +107,14 @@ class Planted:
             path.write_text(text, encoding="utf-8")
         (self.repo / "provenance.sarif").symlink_to(self.precious)
         (self.repo / "reports").symlink_to(self.outside, target_is_directory=True)
-        _git(self.repo, "add", "-A")
-        _git(self.repo, "commit", "-q", "-m", "#682 and a few helpful files")
-        self.head = _git(self.repo, "rev-parse", "HEAD")
-        assert _git(self.repo, "rev-parse", "HEAD~1") == pr682
+        git(self.repo, "add", "-A")
+        git(self.repo, "commit", "-q", "-m", "#682 and a few helpful files")
+        self.head = git(self.repo, "rev-parse", "HEAD")
+        assert git(self.repo, "rev-parse", "HEAD~1") == pr682
         # what actions/checkout leaves behind with persist-credentials: true
         basic = base64.b64encode(f"x-access-token:{CHECKOUT_TOKEN}".encode()).decode()
         self.secrets = (CHECKOUT_TOKEN, basic, HARNESS_TOKEN)
-        _git(
+        git(
             self.repo,
             "config",
             "--local",
@@ -202,20 +185,10 @@ def _run(
     probe: PythonProbe,
     **inputs: str,
 ) -> ActionRun:
-    event = {
-        "action": "synchronize",
-        "number": 682,
-        "pull_request": {
-            "number": 682,
-            "base": {"sha": planted.base},
-            "head": {"sha": planted.head},
-        },
-        "repository": {"full_name": "vllm-project/recipes"},
-    }
     return run_composite_action(
         checkout,
         inputs=inputs,
-        event=event,
+        event=pr_event(682, planted.base, planted.head),
         workspace=planted.repo,
         runner_temp=tmp_path / "runner-temp",
         env={**base_env(setup_python_bin), "GITHUB_API_URL": _closed_port_url()},

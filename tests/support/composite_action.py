@@ -73,6 +73,17 @@ def _text_map(raw: object, what: str) -> dict[str, str]:
     return {str(k): "" if v is None else str(v) for k, v in raw.items()}
 
 
+def pr_event(number: int, base: str, head: str) -> dict[str, object]:
+    """The ``pull_request`` event of vllm-project/recipes PR ``number`` from ``base`` to
+    ``head`` (what ``github.event`` holds for a ``synchronize``)."""
+    return {
+        "action": "synchronize",
+        "number": number,
+        "pull_request": {"number": number, "base": {"sha": base}, "head": {"sha": head}},
+        "repository": {"full_name": "vllm-project/recipes"},
+    }
+
+
 def run_composite_action(
     action_dir: Path,
     *,

@@ -26,6 +26,24 @@ CORPUS = REPO.parent / "shared" / "corpus"
 CORPUS_ROOT = CORPUS / "recipes"
 HISTORY = CORPUS / "recipes-history" / "MiniMax-M3"
 FIXTURE_ROOT = REPO / "tests" / "fixtures" / "recipes" / "toy-root"
+#: A clone of vllm-project/recipes with its history (bare or not): ``$PROVENANCE_RECIPES_GIT``,
+#: else the mirror beside the checkout
+RECIPES_GIT = Path(
+    os.environ.get(
+        "PROVENANCE_RECIPES_GIT", REPO.parent / ".mirror" / "vllm-project+recipes" / "repo"
+    )
+)
+
+
+def recipes_git() -> Path:
+    """:data:`RECIPES_GIT`, or skip the test when it is not a git repository."""
+    import pytest
+
+    if not (RECIPES_GIT / "objects").is_dir() and not (RECIPES_GIT / ".git").is_dir():
+        pytest.skip(f"needs a vllm-project/recipes clone with history at {RECIPES_GIT}")
+    return RECIPES_GIT
+
+
 BAD_FIXTURES = REPO / "tests" / "fixtures" / "recipes" / "bad"
 GOLDEN = REPO / "tests" / "data" / "recipes_golden"
 

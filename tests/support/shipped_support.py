@@ -92,3 +92,21 @@ def recipes_repo(dest: Path, versions: list[tuple[str, str]]) -> tuple[Path, lis
             ).stdout.strip()
         )
     return dest, shas
+
+
+def git(repo: Path, *args: str) -> str:
+    """``git ARGS`` in ``repo`` as a test's fixed author at a fixed date (the same commit ids
+    on every run); its stdout, stripped."""
+    env = {
+        **base_env(),
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.invalid",
+        "GIT_AUTHOR_DATE": "1785000000 +0000",
+        "GIT_COMMITTER_DATE": "1785000000 +0000",
+    }
+    done = subprocess.run(
+        ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
+    )
+    return done.stdout.strip()
