@@ -17,6 +17,21 @@ settings.load_profile("provenance")
 
 _CACHE_DIRS = itertools.count()
 
+#: Variables the tool reads from the environment to decide how it presents output
+#: (``CI`` turns on progress lines on stderr, the colour and width variables change the
+#: layout) or whom it calls (``GITHUB_TOKEN``). CI machines and developers' shells set
+#: them; a test that means one sets it itself, so the suite reads the same everywhere.
+AMBIENT = ("CI", "GITHUB_ACTIONS", "NO_COLOR", "FORCE_COLOR", "COLUMNS", "GITHUB_TOKEN", "GH_TOKEN")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _neutral_environment() -> Iterator[None]:
+    """Unset :data:`AMBIENT` for the whole session, module fixtures and subprocesses included."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in AMBIENT:
+            patch.delenv(name, raising=False)
+        yield
+
 
 @pytest.fixture(scope="session")
 def _cache_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
