@@ -36,6 +36,7 @@ REAL = [
     ("be27f916b", "KV offload", "Fix Simple CPU offload boolean (#746): one KV option"),
     ("7d3c39fcc", "KV offload", "Add OffloadingConnector options (#704): options and groups"),
     ("5e93cbed6", "prose only", "Sort latest recipes by catalog date (#686): 151 recipes"),
+    ("2040085ba", "strategies", "Opt-in grants (#759): one strategy listed, 3 recipes"),
 ]
 
 
@@ -119,5 +120,21 @@ def test_what_a_shared_change_can_affect(tmp_path: Path) -> None:
     assert simple.narrow(AuditFilters()).kv == "only:"
     assert simple.narrow(AuditFilters(kv="all")).kv == "only:simple"
     assert simple.narrow(AuditFilters(kv="simple,lmcache")).kv == "only:simple"
+    # the taxonomy's strategies list: a name added or removed changes that strategy's
+    # combinations only; names listed on both sides in another order may change more
+    listed = {"taxonomy.yaml": ("- multi_node_tp_dp\n", "")}
+    dropped = shared_change(base, _root(tmp_path, "listed", listed))
+    assert dropped == SharedChange(strategies=frozenset({"multi_node_tp_dp"}))
+    listed_and_tp = shared_change(base, _root(tmp_path, "listed-tp", listed | TP_ARGS))
+    assert listed_and_tp == SharedChange(
+        strategies=frozenset({"multi_node_tp_dp", "single_node_tp"})
+    )
+    swapped = {
+        "taxonomy.yaml": (
+            "- single_node_tp\n- single_node_tep\n",
+            "- single_node_tep\n- single_node_tp\n",
+        )
+    }
+    assert shared_change(base, _root(tmp_path, "swapped", swapped)) is None
     tasks = {"taxonomy.yaml": ("  display_name: Text\n", "  display_name: Texts\n")}
     assert shared_change(base, _root(tmp_path, "tasks", tasks)) is None

@@ -317,8 +317,9 @@ def variant_change(base_root: Path, head_root: Path, model: str) -> VariantChang
 class SharedChange(BaseModel):
     """What a PR's change to the shared files can affect, when that is less than every
     combination: the hardware profiles of ``taxonomy.yaml`` it changes (the rest of the
-    taxonomy, ``strategies/`` and ``kv_store/`` equal), or the strategies it changes (the
-    taxonomy and ``kv_store/`` equal)."""
+    taxonomy, ``strategies/`` and ``kv_store/`` equal), or the strategies it changes in
+    ``strategies/`` or in the taxonomy's ``strategies`` list (the rest of the taxonomy and
+    ``kv_store/`` equal)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -359,7 +360,7 @@ class SharedChange(BaseModel):
             what, names, how = "taxonomy.yaml changes hardware profiles", self.hardware, "on"
             where = "those profiles"
         else:
-            what, names, how = "strategies/ changes strategies", self.strategies, "with"
+            what, names, how = "the shared files change strategies", self.strategies, "with"
             where = "those strategies"
         listed = ", ".join(sorted(names or ())) or "none"
         return (
@@ -399,6 +400,18 @@ def _kv_change(base: RecipesRoot, head: RecipesRoot) -> SharedChange | None:
     return SharedChange(kv=frozenset(changed | stores))
 
 
+def _listed_strategy_change(
+    before: list[str] | None, after: list[str] | None
+) -> frozenset[str] | None:
+    """The strategies added to or removed from the taxonomy's ``strategies`` list; None
+    when the names both sides list changed order (that may change more than they)."""
+    before, after = before or [], after or []
+    kept = set(before) & set(after)
+    if [s for s in before if s in kept] != [s for s in after if s in kept]:
+        return None
+    return frozenset(set(before) ^ set(after))
+
+
 def shared_change(base_root: Path, head_root: Path) -> SharedChange | None:
     """What the shared-file change between the two materialised roots can affect, when it
     is limited to some hardware profiles or to some strategies; None when it may affect
@@ -427,9 +440,13 @@ def shared_change(base_root: Path, head_root: Path) -> SharedChange | None:
         for name in base.strategies.keys() | head.strategies.keys()
         if base.strategies.get(name) != head.strategies.get(name)
     )
-    rest_equal = base.taxonomy.model_copy(
-        update={"hardware_profiles": {}}
-    ) == head.taxonomy.model_copy(update={"hardware_profiles": {}})
+    # The taxonomy's ``strategies`` list names strategies; only theirs can change.
+    listed = _listed_strategy_change(base.taxonomy.strategies, head.taxonomy.strategies)
+    if listed is None:
+        return None
+    strategies |= listed
+    blank: dict[str, object] = {"hardware_profiles": {}, "strategies": None}
+    rest_equal = base.taxonomy.model_copy(update=blank) == head.taxonomy.model_copy(update=blank)
     if not rest_equal or (profiles and strategies):
         return None
     if strategies:
