@@ -69,6 +69,14 @@ def cost_line(item: Suggestion) -> str:
     return "; ".join(c.describe() for c in item.proof.cost) or "none"
 
 
+def scoping_line(proof: Proof) -> str | None:
+    """The flags the edit scopes away (dropped where only inherited and unbacked): no
+    cost, but every user whose command changes is counted."""
+    if not proof.scoped:
+        return None
+    return "scoping, no cost: " + "; ".join(s.describe() for s in proof.scoped)
+
+
 def scoped_line(item: Suggestion) -> str | None:
     if not item.scoped_instead_of:
         return None
@@ -89,7 +97,8 @@ def simulated_line(item: Suggestion) -> str | None:
 
 
 def _notes(item: Suggestion) -> list[str]:
-    return [n for n in (scoped_line(item), simulated_line(item)) if n is not None]
+    notes = (scoping_line(item.proof), scoped_line(item), simulated_line(item))
+    return [n for n in notes if n is not None]
 
 
 def _best(report: SuggestReport) -> Suggestion | None:
@@ -133,9 +142,9 @@ def write_text(report: SuggestReport, out: TextIO) -> None:
         w(f"\nthe edit ({label}; apply with `git apply` in the recipes root):\n")
         w(f"  proof: {terminal(proof_line(best.proof))}\n")
         w(f"  cost: {terminal(cost_line(best))}\n")
-        warning = simulated_line(best)
-        if warning is not None:
-            w(f"  {terminal(warning)}\n")
+        for best_note in (scoping_line(best.proof), simulated_line(best)):
+            if best_note is not None:
+                w(f"  {terminal(best_note)}\n")
         w(
             f"  re-audit: {best.proof.recommended_before} → {best.proof.recommended_after} "
             f"recommended of {best.proof.combinations}; "
@@ -185,9 +194,9 @@ def write_markdown(report: SuggestReport, out: TextIO) -> None:
             f"{markdown_inline(reasons_line(best.proof))}.",
             "",
         ]
-        warning = simulated_line(best)
-        if warning is not None:
-            lines += [f"> {markdown_inline(warning)}", ""]
+        for note in (scoping_line(best.proof), simulated_line(best)):
+            if note is not None:
+                lines += [f"> {markdown_inline(note)}", ""]
         lines.append(markdown_block(best.diff, "diff"))
     elif report.suggestions:
         lines += [

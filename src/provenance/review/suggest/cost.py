@@ -13,6 +13,24 @@ combination's major flags before and after the edit (:class:`~.proof.Prover`):
   on purpose, such as the cutlass MSA decode backend recipes #730/#735 wrote for NVFP4.
   A key naming a backend or kernel is reported as a *kernel* choice.
 
+**Scoping is not a cost.** Dropping a flag from a combination for which no in-scope
+evidence point sets it (the baseline audit's flag provenance for it is empty) takes
+nothing evidence vouches for, provided the combination only *inherits* the flag: every
+recipe place that gives it to the combination is a layer that names no hardware,
+strategy or feature (``model.base_args``/``base_env``, ``variants.<v>.extra_args``/
+``extra_env``). That is the review's request on recipes #682 (the MXFP8 variant's FP8
+indexer cache, written for every hardware and run by InferenceX only on Blackwell), and
+such a drop is counted as :class:`ScopedFlag`, shown, but free. Still a cost:
+
+* a flag the recipe writes for the combination by name (a hardware or strategy
+  override, a feature it selected), evidenced or not: the author chose it for that cell;
+* a *kernel* choice (a key naming a backend or kernel), wherever it is written: dropping
+  it falls back to a kernel no evidence backs there either (the cutlass MSA decode
+  backend of recipes #730/#735);
+* a flag some in-scope evidence sets with that value, or a changed value (the recipe's
+  value replaced, not scoped away);
+* a feature forced on a combination that did not select it (always).
+
 An edit with neither cost is *free*; only free edits are combined into the proposed
 edit (:mod:`.run`). A costed edit is still shown, with its cost, and is left out
 altogether when an edit scoped more narrowly (one that relies on the feature instead
@@ -39,8 +57,11 @@ __all__ = [
     "EditCost",
     "RecipeChoices",
     "RoleMap",
+    "ScopedFlag",
     "SimulatedAcceptance",
+    "Unbacked",
     "costs_of",
+    "scoped_of",
     "simulated_acceptance",
 ]
 
@@ -55,10 +76,26 @@ CAPABILITY = {
 SYNTHETIC = ("speculative_config.rejection_sample_method", "synthetic")
 SIMULATED_WARNING = "acceptance simulated: the drafter's acceptance rate was never measured"
 
-#: (kind, canonical key, value, feature or place)
+#: (kind, canonical key, value, feature or place); kind ``scopes-unbacked`` is no cost
+#: (:class:`ScopedFlag`)
 CostKey = tuple[str, str, str, str]
+#: The kind of :data:`CostKey` that records a scoping drop, not a cost.
+SCOPES = "scopes-unbacked"
 #: (role, node rank) -> canonical key -> value: one combination's major flags
 RoleMap = Mapping[tuple[str, int | None], Mapping[str, str]]
+#: (role, node rank) -> the canonical keys whose value no in-scope evidence point sets in
+#: that role (the baseline verdict's flag provenance is empty)
+Unbacked = Mapping[tuple[str, int | None], frozenset[str]]
+#: The recipe layers that name no hardware, strategy or feature: a flag written there is
+#: inherited by every combination of the model (``model``) or of the variant.
+BROAD = frozenset(
+    {
+        ("model", "base_args"),
+        ("model", "base_env"),
+        ("variants", "extra_args"),
+        ("variants", "extra_env"),
+    }
+)
 #: Whether a place of the recipe reaches a combination's process of a role (the
 #: combination as :mod:`.proof` keys it: variant, hardware, strategy, …)
 Reaches = Callable[[FlagPlace, tuple[object, ...], str], bool]
@@ -97,6 +134,26 @@ class EditCost(BaseModel):
         )
 
 
+class ScopedFlag(BaseModel):
+    """A flag an edit drops from combinations that only inherited it and for which no
+    in-scope evidence sets it: scoping, not a cost (measured like one)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    flag: str
+    value: str
+    #: combinations that no longer claim it (each counted once)
+    combinations: int
+    #: the broad layer they inherited it from (key path)
+    written_at: str
+
+    def describe(self) -> str:
+        return (
+            f"drops {self.flag}={self.value} from {self.combinations} combinations that "
+            f"inherit it from {self.written_at} and that no in-scope evidence runs it for"
+        )
+
+
 class SimulatedAcceptance(BaseModel):
     """A run behind an edit that simulated speculative acceptance instead of measuring it."""
 
@@ -116,6 +173,14 @@ def _is_kernel(key: str) -> bool:
 
 def _path(place: FlagPlace) -> str:
     return ".".join(str(part) for part in place.container)
+
+
+def _broad(place: FlagPlace) -> bool:
+    """Whether ``place`` is a layer naming no hardware, strategy or feature."""
+    path = place.container
+    if len(path) == 2 and path[0] == "model":
+        return (path[0], str(path[1])) in BROAD
+    return len(path) == 3 and path[0] == "variants" and ("variants", str(path[2])) in BROAD
 
 
 class RecipeChoices:
@@ -152,24 +217,29 @@ class RecipeChoices:
             return frozenset()
         return features
 
-    def _written_at(self, key: str, value: str, combo: tuple[object, ...], role: str) -> str | None:
-        """Where the recipe writes ``key=value`` for ``combo`` (the first place that
-        reaches it; without :attr:`reaches`, the first place)."""
-        found = self.written.get((key, value))
-        if not found:
-            return None
-        if self.reaches is not None:
-            for place in found:
-                if self.reaches(place, combo, role):
-                    return _path(place)
-        return _path(found[0])
+    def _places(
+        self, key: str, value: str, combo: tuple[object, ...], role: str
+    ) -> list[FlagPlace]:
+        """The places that write ``key=value`` for ``combo`` (all of them without
+        :attr:`reaches`), outside features first."""
+        found = self.written.get((key, value), [])
+        if self.reaches is None:
+            return list(found)
+        return [place for place in found if self.reaches(place, combo, role)]
 
     def classify(
-        self, old: RoleMap, new: RoleMap, selected: frozenset[str], combo: tuple[object, ...]
+        self,
+        old: RoleMap,
+        new: RoleMap,
+        selected: frozenset[str],
+        combo: tuple[object, ...],
+        unbacked: Unbacked | None = None,
     ) -> set[CostKey]:
-        """The costs one combination (``combo``, which selected the features
-        ``selected``) pays: flags forced from features it did not select, flags the
-        recipe writes that it no longer gets."""
+        """What one combination (``combo``, which selected the features ``selected``)
+        pays: flags forced from features it did not select, flags the recipe writes that
+        it no longer gets. A flag it only inherited, that no in-scope evidence sets for it
+        (``unbacked``: the baseline's flag provenance), and that names no kernel, is
+        dropped as scoping (kind :data:`SCOPES`), not as a cost."""
         found: set[CostKey] = set()
         for role, flags in new.items():
             before = old.get(role, {})
@@ -183,9 +253,20 @@ class RecipeChoices:
             for key, value in flags.items():
                 if after.get(key) == value:
                     continue
-                where = self._written_at(key, value, combo, role[0])
-                if where is not None:
-                    found.add(("overrides-choice", key, value, where))
+                places = self._places(key, value, combo, role[0])
+                if not places:
+                    places = list(self.written.get((key, value), []))[:1]
+                if not places:
+                    continue  # not written in the recipe: no choice of the recipe
+                scoping = (
+                    key not in after
+                    and unbacked is not None
+                    and key in unbacked.get(role, frozenset())
+                    and not _is_kernel(key)
+                    and all(_broad(place) for place in places)
+                )
+                kind = SCOPES if scoping else "overrides-choice"
+                found.add((kind, key, value, _path(places[0])))
         return found
 
 
@@ -193,6 +274,8 @@ def costs_of(counts: Counter[CostKey]) -> tuple[EditCost, ...]:
     """The measured costs, most combinations first."""
     costs = []
     for (kind, key, value, detail), combinations in counts.items():
+        if kind == SCOPES:
+            continue
         if kind == "removes-capability":
             costs.append(
                 EditCost(
@@ -217,6 +300,17 @@ def costs_of(counts: Counter[CostKey]) -> tuple[EditCost, ...]:
             )
     costs.sort(key=lambda c: (-c.combinations, c.kind, c.flag, c.value))
     return tuple(costs)
+
+
+def scoped_of(counts: Counter[CostKey]) -> tuple[ScopedFlag, ...]:
+    """The measured scoping drops (no cost), most combinations first."""
+    found = [
+        ScopedFlag(flag=key, value=value, combinations=combinations, written_at=detail)
+        for (kind, key, value, detail), combinations in counts.items()
+        if kind == SCOPES
+    ]
+    found.sort(key=lambda s: (-s.combinations, s.flag, s.value, s.written_at))
+    return tuple(found)
 
 
 def _simulated_flags(flags: Mapping[str, str]) -> tuple[str, ...]:

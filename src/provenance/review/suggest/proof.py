@@ -24,8 +24,10 @@ author can act on.
 Given the recipe's choices (:class:`~provenance.review.suggest.cost.RecipeChoices`),
 the comparison also measures each combination's major flags before and after: a
 feature's flag forced on a combination that did not select it, or a flag the recipe
-writes taken from it, is the edit's ``cost``; ``backed_by`` names the evidence of the
-combinations it makes recommended.
+writes taken from it, is the edit's ``cost``. A flag dropped from a combination that
+only inherited it and that no in-scope evidence sets for it (the original audit's flag
+provenance) is ``scoped``: measured and shown, but no cost (:mod:`.cost`). ``backed_by``
+names the evidence of the combinations it makes recommended.
 
 An edit that touches only ``variants.<v>`` sections is audited for those variants
 alone: no other combination can change.
@@ -48,7 +50,16 @@ from provenance.audit.pipeline import AuditFilters, AuditInputs, EvidenceCache, 
 from provenance.audit.verdicts import AuditReport, SelectionSet, VerdictEntry
 from provenance.model.reasons import VerdictKind
 from provenance.normalise.policy import POLICY_FILES
-from provenance.review.suggest.cost import CostKey, EditCost, RecipeChoices, RoleMap, costs_of
+from provenance.review.suggest.cost import (
+    CostKey,
+    EditCost,
+    RecipeChoices,
+    RoleMap,
+    ScopedFlag,
+    Unbacked,
+    costs_of,
+    scoped_of,
+)
 
 __all__ = ["CellCount", "Outcomes", "Proof", "Prover", "Reachable", "outcomes", "reachable_points"]
 
@@ -129,6 +140,14 @@ def _role_map(entry: VerdictEntry | None) -> RoleMap:
     return {(r.role, r.node_rank): {f.key: f.value for f in r.flags} for r in entry.roles}
 
 
+def _unbacked(entry: VerdictEntry) -> Unbacked:
+    """Per role, the keys whose value no in-scope evidence point sets (empty provenance)."""
+    return {
+        (r.role, r.node_rank): frozenset(f.key for f in r.flags if not f.evidence)
+        for r in entry.roles
+    }
+
+
 def _selected(key: SelectionKey) -> frozenset[str]:
     """The features a combination selected (see :func:`_keys`)."""
     features = key[6]
@@ -179,6 +198,9 @@ class Proof(BaseModel):
     #: what the edit takes from combinations that did not ask for it (:mod:`.cost`),
     #: measured combination by combination; empty: the edit costs nothing
     cost: tuple[EditCost, ...] = ()
+    #: flags the edit drops from combinations that only inherited them and for which no
+    #: in-scope evidence sets them: scoping, measured like a cost but none (:mod:`.cost`)
+    scoped: tuple[ScopedFlag, ...] = ()
     #: the evidence records that back the combinations the edit makes recommended
     backed_by: tuple[str, ...] = ()
 
@@ -298,6 +320,7 @@ class Prover:
                         self._entry_flags(new.entry, after_flags),
                         selected,
                         key,
+                        _unbacked(old.entry),
                     )
                 paid.update(found)
             cell = (str(key[0]), str(key[1]), str(key[2]))
@@ -335,6 +358,7 @@ class Prover:
             reasons_before=dict(self.baseline.summary.by_reason),
             reasons_after=reasons_after,
             cost=costs_of(paid),
+            scoped=scoped_of(paid),
             backed_by=tuple(backed),
         )
         return proof, report
