@@ -201,7 +201,7 @@ def test_the_kernel_choice_override_is_marked_and_never_proposed(report: Suggest
         assert cost.kind == "overrides-choice" and cost.kernel and cost.value == "cutlass"
         assert cost.written_at == "variants.nvfp4.extra_args" and cost.combinations > 0
         assert not item.proof.free
-    # no proposal carries a cost (here: none is free, so nothing is proposed)
+    # no proposal carries a cost, nor drops the kernel choice
     free = [s for s in report.suggestions if s.proof.free]
     proposal = report.combined or (free[0] if free else None)
     assert proposal is None or not proposal.proof.cost
@@ -282,3 +282,87 @@ def test_measured_cost_is_what_a_real_audit_of_the_edit_shows(
     model.write_text(apply_edit(model.read_text(), Edit(ops=item.ops)), encoding="utf-8")
     after = with_backend()
     assert before[True] - after[True] == cost.combinations > 0
+
+
+INDEXER = "attention_config.indexer_kv_dtype"
+
+
+def test_the_fp8_indexer_is_scoped_to_blackwell_and_proposed(report: SuggestReport) -> None:
+    """The review of recipes #682, made mechanical: the MXFP8 variant writes the FP8
+    indexer cache for every hardware, InferenceX ran it only on Blackwell. The edit
+    moving it into the variant's ``blackwell`` block drops it only where no in-scope
+    evidence runs it: scoping, no cost, so it is the proposed edit."""
+    free = [s for s in report.suggestions if s.proof.free]
+    proposal = report.combined or (free[0] if free else None)
+    assert proposal is not None
+    assert proposal.ops == (
+        RemoveFlag(path=("variants", "mxfp8", "extra_args"), flag=f"--{INDEXER}"),
+        AddFlag(
+            path=("variants", "mxfp8", "hardware_overrides", "blackwell", "extra_args"),
+            tokens=(f"--{INDEXER}", "fp8"),
+        ),
+    )
+    assert proposal.proof.free and proposal.proof.better > 0
+    (scoped,) = proposal.proof.scoped
+    assert (scoped.flag, scoped.value, scoped.written_at) == (
+        INDEXER,
+        "fp8",
+        "variants.mxfp8.extra_args",
+    )
+    assert scoped.combinations > 0
+    assert _text(report, "diff") == proposal.diff
+    text = _text(report, "text")
+    assert f"the edit ({proposal.id}; apply with `git apply`" in text
+    assert "scoping, no cost: drops attention_config.indexer_kv_dtype=fp8 from" in text
+    assert "scoping, no cost" in _text(report, "markdown")
+    # nothing dropped as scoping is a kernel choice, in any suggestion
+    assert all(s.flag != DECODE for item in report.suggestions for s in item.proof.scoped)
+
+
+def test_scoping_drops_only_what_no_evidence_backs(report: SuggestReport, tmp_path: Path) -> None:
+    """Proven by re-audit: applied for real, the proposed edit takes the FP8 indexer from
+    exactly the combinations the proof counted, each of which had no in-scope evidence
+    for it, and from no Blackwell combination."""
+    import shutil
+
+    from provenance.review.suggest.edits import apply_edit
+
+    free = [s for s in report.suggestions if s.proof.free]
+    proposal = report.combined or free[0]
+    (scoped,) = proposal.proof.scoped
+    root = tmp_path / "recipes"
+    shutil.copytree(REPO / "recipes", root)
+    model = root / "models" / "MiniMaxAI" / "MiniMax-M3.yaml"
+    filters = AuditFilters(variants=("mxfp8",))
+
+    def indexer() -> dict[tuple[object, ...], bool | None]:
+        """Per combination: None without the flag, else whether evidence sets it."""
+        audit = run_audit(
+            AuditInputs(recipes=("MiniMaxAI/MiniMax-M3",), recipes_root=root), filters
+        )
+        found: dict[tuple[object, ...], bool | None] = {}
+        for entry in audit.verdicts:
+            flags = [f for r in entry.roles for f in r.flags if f.key == INDEXER]
+            state = None if not flags else any(f.evidence for f in flags)
+            for s in entry.selections:
+                pools: list[tuple[object, ...]] = [()]
+                if s.pd is not None:  # one combination per prefill × decode pool pick
+                    pools = [(p, d) for p in s.pd.prefill for d in s.pd.decode]
+                for choice in s.features:
+                    modes = tuple(sorted(choice.feature_modes.items(), key=str))
+                    for pool in pools:
+                        head = (s.hardware, s.strategy, s.node_count, s.kv_offload)
+                        found[(*head, s.kv_instances, choice.features, modes, *pool)] = state
+        return found
+
+    before = indexer()
+    model.write_text(apply_edit(model.read_text(), Edit(ops=proposal.ops)), encoding="utf-8")
+    after = indexer()
+    assert before.keys() == after.keys()
+    dropped = [k for k in before if before[k] is not None and after[k] is None]
+    assert dropped and all(before[k] is False for k in dropped)
+    assert not any(after[k] is not None and before[k] is None for k in before)
+    blackwell = {"b200", "b300", "gb200", "gb300"}
+    assert not any(k[0] in blackwell for k in dropped)
+    assert any(before[k] for k in before if k[0] in blackwell)
+    assert len(dropped) == scoped.combinations
