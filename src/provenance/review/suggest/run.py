@@ -12,7 +12,9 @@
 4. Prove every candidate (:mod:`.proof`): apply it to a copy, re-render, re-audit,
    compare combination by combination. Only edits that render and help are kept. The
    proof also measures what each edit takes from combinations that did not ask for it
-   (:mod:`.cost`: a feature forced on them, a flag the recipe writes taken from them).
+   (:mod:`.cost`: a feature forced on them, a flag the recipe writes taken from them;
+   a flag dropped where a combination only inherits it and no in-scope evidence sets
+   it is scoping, counted but no cost, so a scope edit can be proposed).
    A costed edit is dropped when another edit to the same evidence point costs
    strictly less (its scoped form); otherwise it is shown with its cost, never combined.
 5. Combine the free ones (clean, no cost) greedily (most combinations gained first,
