@@ -4,6 +4,13 @@ Plain data: the audit looks records up by (checkpoint, hardware, deployment kind
 evidence role, major FlagSet) through :meth:`EvidenceIndex.exact`, or by scope. The
 graph form (networkx, for ``provenance graph``) is built from it by
 :mod:`provenance.report.graph_export`.
+
+A record whose flags depend on a run-time condition of its launcher
+(``EvidenceRecord.conditional``) is one match point per alternative
+(``EvidenceRecord.alternatives()``, those with equal major flags once): each is an
+:class:`IndexedRecord` of the same record, so a recipe that runs any value the
+benchmark could have run matches exactly. :attr:`EvidenceIndex.records` keeps the
+first per id.
 """
 
 from __future__ import annotations
@@ -88,28 +95,38 @@ class EvidenceIndex:
             linked = live_of.get(record.id, [])
             withdrawn = not linked and record.id in reverted_of
             prs = tuple(str(e.pr) for e in (reverted_of[record.id] if withdrawn else linked))
-            reduced: dict[str, FlagSet] = {}
-            for role, flags in sorted(record.roles.items()):
-                known = majors.get((flags, role))
-                if known is None:
-                    known = majors[(flags, role)] = major(flags, role)
-                reduced[role] = known
-            indexed = IndexedRecord(
-                record=record,
-                scope=scope,
-                major=reduced,
-                prs=prs,
-                validated=any(e.validates(record.id) for e in linked),
-                ref=EvidenceRef(record=record.id, prs=prs),
-            )
+            validated = any(e.validates(record.id) for e in linked)
+            ref = EvidenceRef(record=record.id, prs=prs)
+            # one match point per alternative of a conditional record (see the module)
+            points: dict[tuple[tuple[str, FlagSet], ...], IndexedRecord] = {}
+            for roles in record.alternatives():
+                reduced: dict[str, FlagSet] = {}
+                for role, flags in sorted(roles.items()):
+                    known = majors.get((flags, role))
+                    if known is None:
+                        known = majors[(flags, role)] = major(flags, role)
+                    reduced[role] = known
+                points.setdefault(
+                    tuple(reduced.items()),
+                    IndexedRecord(
+                        record=record,
+                        scope=scope,
+                        major=reduced,
+                        prs=prs,
+                        validated=validated,
+                        ref=ref,
+                    ),
+                )
+            first = next(iter(points.values()))
             if withdrawn:
-                graph.withdrawn[record.id] = indexed
+                graph.withdrawn[record.id] = first
                 continue
-            graph.records[record.id] = indexed
-            by_scope[scope].append(indexed)
-            by_ckpt_hw[(scope.checkpoint, scope.hardware)].append(indexed)
-            for role, flags in indexed.major.items():
-                exact[(scope, role, flags)].append(indexed)
+            graph.records[record.id] = first
+            for indexed in points.values():
+                by_scope[scope].append(indexed)
+                by_ckpt_hw[(scope.checkpoint, scope.hardware)].append(indexed)
+                for role, flags in indexed.major.items():
+                    exact[(scope, role, flags)].append(indexed)
         graph._by_scope = dict(by_scope)
         graph._by_checkpoint_hw = dict(by_ckpt_hw)
         graph._exact = dict(exact)

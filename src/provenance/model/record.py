@@ -12,15 +12,32 @@ to the content changes the id and ``provenance verify`` can detect tampering.
 content without changing it (they never back the record). A record without
 such history serialises without the field, so records written before it existed
 keep their bytes and ids.
+
+``conditional`` keeps the flags whose value depends on a condition the launcher
+tests at run time (a host probe: ``if [[ $(rocm-smi …) -lt 177 ]]``), evaluated on
+every path (``docs/evidence.md``): role → key → the value on each *alternative* of
+the record (``None``: unset there) and the conditions it depends on. Alternatives are
+the distinct combinations of those values over the paths, in one order shared by
+every key of the record, so ``alternatives()`` gives each path's flags exactly. Such
+a key is not in ``roles``. A record without one serialises without the field (same
+bytes and id as before it existed).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from provenance.model.flags import FlagSet
 from provenance.model.ledger import INFERENCEX_REPO
@@ -111,6 +128,79 @@ class PartialMarker(BaseModel):
     detail: str = ""
 
 
+class RuntimeCondition(BaseModel):
+    """A condition a launcher tests that is known only when it runs: its text as written
+    (``[[ "$version" == "" || $version -lt 177 ]]``), file and line."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    path: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.text} ({self.path}:{self.line})"
+
+
+class ConditionalValue(BaseModel):
+    """A flag whose value depends on run-time conditions: its value on each alternative of
+    the record (``None``: unset), and the conditions that change it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    values: tuple[str | None, ...]
+    conditions: tuple[RuntimeCondition, ...]
+
+    def distinct(self) -> tuple[str | None, ...]:
+        """The values it can take, once each (set values sorted, then unset)."""
+        found = set(self.values)
+        return (*sorted(v for v in found if v is not None), *((None,) if None in found else ()))
+
+    def describe(self) -> str:
+        """``depends on C (path:line): 1 or unset``."""
+        values = " or ".join("unset" if v is None else v for v in self.distinct())
+        conditions = " and ".join(str(c) for c in self.conditions)
+        return f"depends on {conditions}: {values}"
+
+
+#: role → key → its conditional value
+ConditionalFlags = dict[str, dict[str, ConditionalValue]]
+
+
+def split_conditional(
+    runs: Sequence[tuple[Sequence[bool], FlagSet]], conditions: Sequence[RuntimeCondition]
+) -> tuple[FlagSet, dict[str, ConditionalValue]]:
+    """One role's flags on every path of the run-time ``conditions`` → the flags common to
+    all paths and the conditional ones. ``runs`` has one ``(outcomes, flags)`` per
+    combination of outcomes (one bool per condition, every combination present). A key
+    depends on a condition when flipping that condition alone changes its value on some
+    path."""
+    if not runs:
+        return FlagSet(), {}
+    keys = sorted({key for _, flags in runs for key in flags})
+    varying = [key for key in keys if len({flags.get(key) for _, flags in runs}) > 1]
+    common = FlagSet({k: v for k, v in runs[0][1].items() if k not in varying})
+    by_outcome = {tuple(outcomes): flags for outcomes, flags in runs}
+    rows = sorted(
+        {tuple(flags.get(key) for key in varying) for _, flags in runs},
+        key=lambda row: tuple((v is not None, v or "") for v in row),
+    )
+    out: dict[str, ConditionalValue] = {}
+    for column, key in enumerate(varying):
+        depends = []
+        for index, condition in enumerate(conditions):
+            for outcomes, flags in by_outcome.items():
+                flipped = (*outcomes[:index], not outcomes[index], *outcomes[index + 1 :])
+                other = by_outcome.get(flipped)
+                if other is not None and other.get(key) != flags.get(key):
+                    depends.append(condition)
+                    break
+        out[key] = ConditionalValue(
+            values=tuple(row[column] for row in rows), conditions=tuple(depends)
+        )
+    return common, out
+
+
 class ContentPlace(BaseModel):
     """Where a record's content lives: a file, and the config key inside a master config."""
 
@@ -166,13 +256,46 @@ class EvidenceRecord(BaseModel):
     partial: tuple[PartialMarker, ...] = ()
     #: moves, renames and deprecations of the content up to ``source.commit``, newest first
     history: tuple[ContentMove, ...] = ()
+    #: role → key → a value that depends on run-time conditions (see the module docstring)
+    conditional: ConditionalFlags = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _aligned_alternatives(self) -> Self:
+        lengths = {len(v.values) for keys in self.conditional.values() for v in keys.values()}
+        if len(lengths) > 1 or any(n < 2 for n in lengths):
+            raise ValueError("conditional values must give every key one value per alternative")
+        for role, keys in self.conditional.items():
+            clash = sorted(keys.keys() & self.roles.get(role, FlagSet()).keys())
+            if clash:
+                raise ValueError(f"{role}: {', '.join(clash)} both conditional and fixed")
+        return self
 
     @model_serializer(mode="wrap")
     def _drop_empty_history(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
-        if isinstance(data, dict) and not self.history:
-            data.pop("history", None)
+        if isinstance(data, dict):
+            if not self.history:
+                data.pop("history", None)
+            if not self.conditional:
+                data.pop("conditional", None)
         return data
+
+    def alternatives(self) -> list[Mapping[str, FlagSet]]:
+        """The flags of each role on each alternative (one, ``roles``, without conditional
+        values); every alternative is what the benchmark ran on some path."""
+        if not self.conditional:
+            return [self.roles]
+        count = len(next(iter(next(iter(self.conditional.values())).values())).values)
+        out: list[Mapping[str, FlagSet]] = []
+        for index in range(count):
+            roles = dict(self.roles)
+            for role, keys in self.conditional.items():
+                extra = {k: v.values[index] for k, v in keys.items()}
+                fixed = dict(roles.get(role, FlagSet()).items())
+                fixed.update({k: v for k, v in extra.items() if v is not None})
+                roles[role] = FlagSet(fixed)
+            out.append(roles)
+        return out
 
     @property
     def is_partial(self) -> bool:

@@ -9,10 +9,12 @@ namespaces allow (``unshare -rn``). The same files are evaluated statically the 
 ingest evaluates them (:func:`provenance.evidence.bash.context.evaluate_in_context`).
 
 The rule checked for every case: the record is partial, or its argv and environment
-are the ones bash gave ``vllm``. Never complete and different. A case may also state
-what it expects (``# expect: complete`` or ``# expect: partial CONSTRUCT@FILE:LINE``).
+are the ones bash gave ``vllm`` (one of its alternatives, when a value depends on a
+run-time condition). Never complete and different. A case may also state what it
+expects (``# expect: complete`` or ``# expect: partial CONSTRUCT@FILE:LINE``).
 
-Case file format: header comments (``# expect: …``, ``# env: K=V …``), then sections
+Case file format: header comments (``# expect: …``, ``# env: K=V …``, ``# probe: NAME
+OUTPUT``: a fake host command ``NAME`` that prints OUTPUT), then sections
 opened by ``#--- launcher``, ``#--- runner`` (runs ``bash "$BENCH_SCRIPT"``) or
 ``#--- lib`` (replaces the stand-in ``_benchmark_lib.sh``).
 """
@@ -73,6 +75,8 @@ class Case:
     lib: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     expect: str = "partial-or-equal"
+    #: fake host commands (name → what they print), e.g. a firmware probe
+    probes: dict[str, str] = field(default_factory=dict)
 
 
 def load_case(path: Path) -> Case:
@@ -86,7 +90,11 @@ def load_case(path: Path) -> Case:
         current.append(line)
     env = dict(BASE_ENV)
     expect = "partial-or-equal"
+    probes: dict[str, str] = {}
     for line in header:
+        if line.startswith("# probe:"):
+            name, _, output = line[8:].strip().partition(" ")
+            probes[name] = output
         if line.startswith("# env:"):
             env.update(item.split("=", 1) for item in line[6:].split())  # type: ignore[misc]
         elif line.startswith("# expect:"):
@@ -97,7 +105,7 @@ def load_case(path: Path) -> Case:
 
     launcher = text("launcher")
     assert launcher is not None, f"{path.name} has no #--- launcher section"
-    return Case(path.stem, launcher, text("runner"), text("lib"), env, expect)
+    return Case(path.stem, launcher, text("runner"), text("lib"), env, expect, probes)
 
 
 CASES = sorted(p for p in CORPUS.glob("*.sh") if not p.name.startswith("_"))
@@ -124,6 +132,9 @@ def run_bash(case: Case, tmp: Path) -> Run:
     (fake / "vllm").write_text(_FAKE_VLLM.format(log=log), encoding="utf-8")
     for name in ("nvidia-smi", "hf", "pip"):
         (fake / name).write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    for name, output in case.probes.items():
+        quoted = output.replace("'", "'\\''")
+        (fake / name).write_text(f"#!/bin/sh\nprintf '%s\\n' '{quoted}'\n", encoding="utf-8")
     for tool in fake.iterdir():
         tool.chmod(0o755)
     env = {
@@ -196,6 +207,7 @@ def evaluate(case: Case) -> LauncherResult:
         {**case.env, "BENCH_SCRIPT": LAUNCHER} if runner is not None else case.env,
         runner=runner,
         library=(lib, LIB),
+        conditional=True,
     )
 
 
@@ -209,6 +221,14 @@ def differences(case: Case, result: LauncherResult, run: Run) -> list[str]:
     argv, env = run.serves[0]
     if len(run.serves) > 1:
         out.append(f"bash ran vllm serve {len(run.serves)} times")
+    if result.alternatives:
+        # a value that depends on a run-time condition: bash ran one of the alternatives
+        ran = [a for a in result.alternatives if a.argv == argv]
+        ran = [a for a in ran if all(env.get(k) == v for k, v in a.env.items())]
+        ran = [a for a in ran if not (_engine_env(case, env) - a.env.keys())]
+        if not ran:
+            out.append(f"bash ran {argv} with {env}: no alternative of {result.alternatives}")
+        return out
     if result.argv != argv:
         out.append(f"argv: static {result.argv} != bash {argv}")
     for name, value in result.env.items():
@@ -219,6 +239,18 @@ def differences(case: Case, result: LauncherResult, run: Run) -> list[str]:
         if changed and name.startswith("VLLM_") and name not in result.env:
             out.append(f"env {name}={value!r} reached vllm, not in the static env")
     return out
+
+
+def _engine_env(case: Case, env: dict[str, str]) -> set[str]:
+    """The variables the launcher itself gave ``vllm`` (those the workflow gave it and
+    those bash or the library set aside)."""
+    return {
+        name
+        for name, value in env.items()
+        if case.env.get(name) != value
+        and name not in _NOT_THE_LAUNCHERS
+        and name not in ("PATH", "HOME", "BENCH_SCRIPT")
+    }
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])

@@ -1,12 +1,15 @@
-"""The report order of reasons and of the PRs they cite (shared by every judgement)."""
+"""The report order of reasons and of the PRs they cite (shared by every judgement), and
+the note a reason gets when the evidence value depends on a run-time condition."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from provenance.audit.verdicts import Reason
 from provenance.model.reasons import ReasonCode
+from provenance.model.record import EvidenceRecord
 from provenance.model.scope import ROLE_ORDER
 
 CODE_ORDER = {code: i for i, code in enumerate(ReasonCode)}
@@ -26,6 +29,26 @@ class _HasReasons(Protocol):
 
     @property
     def ordered_reasons(self) -> tuple[Reason, ...]: ...
+
+
+class _HasRecord(Protocol):
+    @property
+    def record(self) -> EvidenceRecord: ...
+
+
+def with_conditions(reason: Reason, records: Iterable[_HasRecord]) -> Reason:
+    """``reason`` (about ``reason.flag`` of ``reason.role``) with, for each of ``records``
+    whose value of it depends on a run-time condition, ``<config key>'s value depends on
+    <condition> (path:line): <values>`` added to its detail."""
+    notes: dict[str, None] = {}
+    for found in records:
+        keys = found.record.conditional.get(reason.role or "", {})
+        value = keys.get(reason.flag or "")
+        if value is not None:
+            notes.setdefault(f"{found.record.config_key}'s value {value.describe()}", None)
+    if not notes:
+        return reason
+    return replace(reason, detail="; ".join([*([reason.detail] if reason.detail else []), *notes]))
 
 
 def prs_of(records: Iterable[_CitesPrs]) -> tuple[str, ...]:

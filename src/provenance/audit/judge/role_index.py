@@ -69,8 +69,12 @@ class RoleIndex:
             flags = record.major[role]
             groups.setdefault(flags, []).append(record)
             for item in flags.items():
-                setters.setdefault(item, []).append(evidence_ref(record))
-                by_key.setdefault(item[0], []).append(record)
+                # the alternatives of one record (an ``IndexedRecord`` each, one after the
+                # other) count once as setters of a value they share
+                refs = setters.setdefault(item, [])
+                if not refs or refs[-1] is not record.ref:
+                    refs.append(evidence_ref(record))
+                    by_key.setdefault(item[0], []).append(record)
         best = {flags: min(found, key=tie_break) for flags, found in groups.items()}
         return cls(
             role=role,

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from provenance.audit.index import IndexedRecord
-from provenance.audit.judge.reasons import ordered, prs_of
+from provenance.audit.judge.reasons import ordered, prs_of, with_conditions
 from provenance.audit.judge.role_index import RoleIndex, Signatures
 from provenance.audit.verdicts import FlagProvenance, NearestEvidence, Reason, RoleFlags
 from provenance.model.flags import FlagSet
@@ -60,18 +60,20 @@ class RoleJudgement:
     #: diff size from :attr:`flags` to each distinct major FlagSet of the role in scope,
     #: in the order of the scope's role index (``RoleIndex.order``)
     distances: list[int] = field(default_factory=list)
-    _nearest: dict[str, NearestEvidence] = field(default_factory=dict, repr=False)
+    #: per (record id, its major flags of the role): alternatives of one record differ
+    _nearest: dict[tuple[str, FlagSet], NearestEvidence] = field(default_factory=dict, repr=False)
     #: (signatures, position of this role in them) → :meth:`distances_to`
     _vectors: dict[tuple[Signatures, int], list[int]] = field(default_factory=dict, repr=False)
 
     def nearest_evidence(self, record: IndexedRecord) -> NearestEvidence:
         """This role's difference from ``record`` (built once per record)."""
-        found = self._nearest.get(record.id)
+        memo = (record.id, record.major[self.role])
+        found = self._nearest.get(memo)
         if found is None:
             only_recipe, only_evidence, changed = with_compared_defaults(
                 *self.flags.diff_parts(record.major[self.role])
             )
-            found = self._nearest[record.id] = NearestEvidence(
+            found = self._nearest[memo] = NearestEvidence(
                 record=record.id,
                 config_key=record.config_key,
                 prs=record.prs,
@@ -205,6 +207,8 @@ def _flag_reason(index: RoleIndex, item: tuple[str, str]) -> Reason | None:
                 else ""
             ),
         )
+    if reason is not None and reason.code is ReasonCode.VALUE_MISMATCH:
+        reason = with_conditions(reason, setters)
     index.flag_reasons[item] = reason
     return reason
 

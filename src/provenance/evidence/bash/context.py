@@ -78,11 +78,14 @@ def evaluate_in_context(
     env: Mapping[str, str],
     runner: RunnerLauncher | RunnerFindings | None = None,
     library: tuple[str, str] | None = None,
+    conditional: bool = False,
 ) -> LauncherResult:
     """:func:`~.launcher.evaluate_launcher` run as the runner launcher runs it, plus the
     markers of the runner's path to it and, when the script sources it, of
     ``benchmark_lib.sh`` (``(text, path)``). ``env`` is the workflow's, for both;
-    ``runner`` may be given already evaluated (:func:`runner_findings_for`)."""
+    ``runner`` may be given already evaluated (:func:`runner_findings_for`);
+    ``conditional``: values that depend on run-time conditions are kept as alternatives
+    (:func:`~.launcher.evaluate_launcher`)."""
     extra: list[PartialMarker] = []
     context: RunContext | None = None
     if runner is not None:
@@ -92,7 +95,7 @@ def evaluate_in_context(
         extra.extend(findings.markers)
         if findings.engine_env:
             context = RunContext(inherited=findings.engine_env)
-    result = evaluate_launcher(script, path, env, context=context)
+    result = evaluate_launcher(script, path, env, context=context, conditional=conditional)
     if library is not None and any(
         s.endswith(library[1].rsplit("/", 1)[-1]) for s in result.sourced
     ):

@@ -71,6 +71,9 @@ from provenance.evidence.bash.values import (
     EMPTY,
     FIELD_BREAK,
     QUOTED_EMPTY,
+    Alternative,
+    Choice,
+    Decision,
     Expanded,
     Piece,
     Segment,
@@ -87,7 +90,7 @@ from provenance.evidence.bash.values import (
     text_of,
     unknown_text,
 )
-from provenance.model.record import PartialMarker
+from provenance.model.record import PartialMarker, RuntimeCondition
 
 
 @dataclass(frozen=True)
@@ -286,6 +289,8 @@ class Evaluator:
         self.source_depth = 0
         self.fork_depth = 0
         self.loop_bases: list[int] = []
+        #: run-time conditions evaluated so far (numbers their :class:`Decision`)
+        self.decisions = 0
         self.in_script = True
         self.current_line = 1
         #: line of a trap on a signal (INT, TERM, ...) whose action the evaluator does not run
@@ -611,7 +616,13 @@ class Evaluator:
             elif run_right is None:
                 assert isinstance(status, Unknown)
                 taken = self.branch(st, _runner(self.exec_node, right))
-                self.join_into(st, taken, st.copy(), status.marker)
+                # a status joined from earlier run-time conditions (``a && b || c``) is
+                # no new run-time fact: its paths are not independent alternatives
+                condition = None if status.derived else self.decision(children[: i - 2])
+                if op == "&&":
+                    self.join_into(st, taken, st.copy(), status.marker, condition)
+                else:
+                    self.join_into(st, st.copy(), taken, status.marker, condition)
 
     # ------------------------------------------------------------------ branches
 
@@ -628,8 +639,28 @@ class Evaluator:
             self.fork_depth -= 1
         return sub
 
-    def join_into(self, st: State, a: State, b: State, marker: PartialMarker) -> None:
-        joined = join_states(a, b, marker)
+    def decision(self, conditions: list[Node], text: str | None = None) -> Decision:
+        """A new evaluation of the run-time condition written by ``conditions`` (``text``:
+        how to show it, when not their text)."""
+        self.decisions += 1
+        words = [c for c in conditions if c.type not in (";", ";;", "&", "\n", "comment")]
+        if text is None:
+            text = " ".join(node_text(c) for c in words).strip()
+        line = line_of(words[0]) if words else self.current_line
+        return Decision(
+            self.decisions, RuntimeCondition(text=text[:200], path=self.path, line=line)
+        )
+
+    def join_into(
+        self,
+        st: State,
+        a: State,
+        b: State,
+        marker: PartialMarker,
+        decision: Decision | None = None,
+    ) -> None:
+        """Join ``a`` (the condition held) and ``b`` (it did not) into ``st``."""
+        joined = join_states(a, b, marker, decision)
         st.vars = joined.vars
         st.functions = joined.functions
         st.positional = joined.positional
@@ -666,7 +697,8 @@ class Evaluator:
         assert isinstance(status, Unknown)
         taken = self.branch(st, lambda s: self.exec_block(body, s))
         other = self.branch(st, lambda s: self.exec_rest(rest, s))
-        self.join_into(st, taken, other, status.marker)
+        decision = None if status.derived else self.decision(conditions)
+        self.join_into(st, taken, other, status.marker, decision)
 
     def exec_rest(self, rest: list[Node], st: State) -> None:
         if not rest:
@@ -716,7 +748,10 @@ class Evaluator:
         assert isinstance(matched, Unknown)
         taken = self.branch(st, lambda s: self.exec_block(body, s))
         other = self.branch(st, lambda s: self.exec_case_items(subject, items[1:], s, node))
-        self.join_into(st, taken, other, matched.marker)
+        value = node.child_by_field_name("value")
+        shown = " | ".join(node_text(p) for p in patterns if p.is_named)
+        case = f"case {node_text(value) if value is not None else ''} in {shown})"
+        self.join_into(st, taken, other, matched.marker, self.decision(patterns, case))
 
     def case_match(self, subject: Text, patterns: list[Node], st: State, item: Node) -> StatusValue:
         subject_str = known(subject)
@@ -1334,7 +1369,9 @@ class Evaluator:
         env: dict[str, Text] = {}
         for name, var in st.vars.items():
             if var.exported_by_script and var.kind == "scalar" and var.value is not None:
-                env[name] = self.scalar_value(var, name, node)
+                # a variable's alternatives as they are: unset on a path, absent from env
+                chosen = var.value if isinstance(var.value, Unknown) and var.choice else None
+                env[name] = (chosen,) if chosen else self.scalar_value(var, name, node)
         for assignment in prefix:
             name_node = assignment.child_by_field_name("name")
             if name_node is None:
@@ -1616,6 +1653,15 @@ class Evaluator:
         )
 
     def set_var(self, st: State, name: str, var: Var, node: Node | None) -> None:
+        old = st.vars.get(name)
+        if old is not None and old.attributes_vary and var.value is not None:
+            # the value is set on every path, exported on some: not one variable any more
+            marker = old.value.marker if isinstance(old.value, Unknown) else self.marker("", node)
+            var = Var(
+                Unknown(marker),
+                exported=var.exported,
+                exported_by_script=var.exported_by_script,
+            )
         st.vars[name] = var
 
     # -------------------------------------------------------------- lookups
@@ -1639,7 +1685,7 @@ class Evaluator:
         if name == "?":
             status = st.status
             if isinstance(status, Unknown):
-                return (status,)
+                return (status.plain(),)
             return text_of("0" if status else "1")
         if name in ("@", "*"):
             if isinstance(st.positional, Unknown):
@@ -1944,6 +1990,10 @@ class Evaluator:
         else:
             value = self._single(st, name, index, node)
             is_set = value is not None
+            chosen = st.vars.get(name) if index is None else None
+            if rest and chosen is not None and chosen.choice is not None and chosen.hole:
+                # set or unset, which the operator reads, is known only at run time
+                return [Piece(chosen.hole, quoted)]
 
         if not rest:
             if value is None:
@@ -2311,7 +2361,7 @@ class Evaluator:
                 matched = glob_match(subject, pattern)
                 if matched is None:
                     hole = next((p.seg for p in pattern if isinstance(p.seg, Unknown)), None)
-                    return hole or Unknown(self.marker("test", node, "pattern"))
+                    return hole.plain() if hole else Unknown(self.marker("test", node, "pattern"))
                 return matched if op != "!=" else not matched
             right_text = self.expand_text(right_node, st)
             return self.binary_test(op, left_text, right_text, node, st, double)
@@ -2332,7 +2382,11 @@ class Evaluator:
             name = known(operand)
             if name is None:
                 return first_hole(operand) or Unknown(self.marker("test", node))
-            return name in st.vars and st.vars[name].value is not None
+            var = st.vars.get(name)
+            hole = var.hole if var is not None and var.choice is not None else None
+            if hole is not None:
+                return hole  # set on some paths only
+            return var is not None and var.value is not None
         if op in (
             "-d",
             "-f",
@@ -2621,8 +2675,12 @@ def _copy_state(src: State, dst: State) -> None:
     dst.serves = src.serves
 
 
-def join_states(a: State, b: State, marker: PartialMarker) -> State:
-    """Join two paths after an unknown condition (see module docstring)."""
+def join_states(
+    a: State, b: State, marker: PartialMarker, decision: Decision | None = None
+) -> State:
+    """Join two paths after an unknown condition (see module docstring). With the
+    ``decision`` (``a``: it held), a scalar set to known values on both paths (or unset on
+    one) keeps them as a :class:`~.values.Choice`; anything else differing is a hole."""
     serves = merge_serves(a.serves, b.serves, marker)
     if a.exited and b.exited:
         out = a.copy()
@@ -2652,7 +2710,8 @@ def join_states(a: State, b: State, marker: PartialMarker) -> State:
             continue
         exported = bool((va and va.exported) or (vb and vb.exported))
         by_script = bool((va and va.exported_by_script) or (vb and vb.exported_by_script))
-        out_vars[name] = Var(hole, exported=exported, exported_by_script=by_script)
+        chosen = _var_choice(va, vb, marker, decision) if decision is not None else None
+        out_vars[name] = chosen or Var(hole, exported=exported, exported_by_script=by_script)
     out_functions: dict[str, FunctionDef | None] = {}
     for name in a.functions.keys() | b.functions.keys():
         fa, fb = a.functions.get(name), b.functions.get(name)
@@ -2669,11 +2728,51 @@ def join_states(a: State, b: State, marker: PartialMarker) -> State:
         functions=out_functions,
         positional=a.positional if a.positional == b.positional else hole,
         frames=frames,
-        status=a.status if a.status == b.status else hole,
+        status=a.status if a.status == b.status else Unknown(marker, derived=True),
         exited=False,
         returning=a.returning,
         pending_return=_join_pending(a.pending_return, b.pending_return, marker),
         serves=serves,
+    )
+
+
+def _var_choice(
+    va: Var | None, vb: Var | None, marker: PartialMarker, decision: Decision
+) -> Var | None:
+    """The variable ``decision`` sets to ``va`` or ``vb``, when both are followed exactly:
+    scalars (or unset) whose texts hold no hole but choices, exported alike where set.
+    Where one path leaves it unset with other attributes, a later assignment keeps
+    whichever the path had: :attr:`~.values.Var.attributes_vary` makes it a hole."""
+    alternatives: list[Alternative] = []
+    attributes: set[tuple[bool, bool]] = set()
+    unset_attributes: set[tuple[bool, bool]] = set()
+    vary = False
+    for var in (va, vb):
+        if var is None or var.value is None:
+            alternatives.append(None)
+            unset_attributes.add((var.exported, var.exported_by_script) if var else (False, False))
+            continue
+        if var.kind != "scalar":
+            return None
+        vary = vary or var.attributes_vary
+        attributes.add((var.exported, var.exported_by_script))
+        if isinstance(var.value, Unknown):
+            if var.value.choice is None:
+                return None
+            alternatives.append(var.value.choice)
+            continue
+        text = var.scalar()
+        if any(isinstance(seg, Unknown) and seg.choice is None for seg in text):
+            return None
+        alternatives.append(text)
+    if len(attributes) != 1:
+        return None
+    (exported, by_script) = next(iter(attributes))
+    return Var(
+        Unknown(marker, Choice(decision, alternatives[0], alternatives[1])),
+        exported=exported,
+        exported_by_script=by_script,
+        attributes_vary=vary or bool(unset_attributes - attributes),
     )
 
 

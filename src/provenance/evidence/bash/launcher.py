@@ -25,6 +25,13 @@ Conventions:
   reaches ``vllm serve`` more than once (a sweep loop) reports the first, with
   a ``multiple-serve`` marker. Paths that ``exit`` are not the evidence and are
   dropped without a marker.
+* ``conditional=True``: a value that depends on a condition known only at run time
+  (a host probe), whose paths the evaluator followed exactly, is no hole: ``conditions``
+  lists those conditions and ``alternatives`` the argv and env of every combination of
+  their outcomes (``argv``/``env`` then show such a value as ``<unevaluated:…>``,
+  without a marker). Without it (the default) such a value is a hole, as any other.
+  More than :data:`MAX_CONDITIONS` conditions, or a plain hole in the argv or env
+  besides, leave them holes.
 * ``sourced`` lists the paths the script sources, as evaluated.
 * ``heredocs`` lists the here-documents on the evaluated path (command, file
   targets, raw body, and the content bash would feed: expanded with the
@@ -41,7 +48,9 @@ Conventions:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
+from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,8 +62,20 @@ from provenance.evidence.bash.evaluator import (
     ServeCapture,
     evaluate_script,
 )
-from provenance.evidence.bash.values import Text, holes, render
-from provenance.model.record import PartialMarker
+from provenance.evidence.bash.values import (
+    Decision,
+    Text,
+    Unknown,
+    holes,
+    plain_holes,
+    render,
+    resolve_text,
+    text_decisions,
+)
+from provenance.model.record import PartialMarker, RuntimeCondition
+
+#: Run-time conditions one serve command's values may depend on (2**N alternatives).
+MAX_CONDITIONS: Final = 6
 
 
 class Heredoc(BaseModel):
@@ -75,6 +96,17 @@ class Heredoc(BaseModel):
     content_partial: list[PartialMarker] = Field(default_factory=list)
 
 
+class ServedAlternative(BaseModel):
+    """The argv and env of one combination of the run-time conditions' outcomes
+    (``outcomes``: one per :attr:`LauncherResult.conditions`, ``True``: it held)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    outcomes: tuple[bool, ...]
+    argv: list[str]
+    env: dict[str, str]
+
+
 class LauncherResult(BaseModel):
     """What a launcher would serve for one env (see module docstring)."""
 
@@ -88,6 +120,10 @@ class LauncherResult(BaseModel):
     heredocs: list[Heredoc] = Field(default_factory=list)
     #: Line of the (first) ``vllm serve`` command, when one is reached.
     serve_line: int | None = None
+    #: run-time conditions argv or env depend on (``conditional=True`` only)
+    conditions: list[RuntimeCondition] = Field(default_factory=list)
+    #: argv and env for every combination of :attr:`conditions`' outcomes
+    alternatives: list[ServedAlternative] = Field(default_factory=list)
 
 
 def evaluate_launcher(
@@ -97,6 +133,7 @@ def evaluate_launcher(
     helpers: Mapping[str, str] | None = None,
     limits: Limits = DEFAULT_LIMITS,
     context: RunContext | None = None,
+    conditional: bool = False,
 ) -> LauncherResult:
     """Statically evaluate ``script`` for ``env``; see the module docstring.
 
@@ -106,10 +143,10 @@ def evaluate_launcher(
     they reach ``env`` as the script leaves them.
     """
     evaluation = evaluate_script(script, path, env, helpers=helpers, limits=limits, context=context)
-    return launcher_result(evaluation)
+    return launcher_result(evaluation, conditional)
 
 
-def launcher_result(evaluation: Evaluation) -> LauncherResult:
+def launcher_result(evaluation: Evaluation, conditional: bool = False) -> LauncherResult:
     markers: list[PartialMarker] = list(evaluation.markers)
     heredocs = [
         Heredoc(
@@ -147,12 +184,20 @@ def launcher_result(evaluation: Evaluation) -> LauncherResult:
             )
         )
     markers.extend(serve.markers)
-    for word in serve.argv:
-        markers.extend(_markers_of(word))
-    env: dict[str, str] = {}
-    for name, value in serve.env:
-        markers.extend(_markers_of(value))
-        env[name] = render(value)
+    words: list[Text] = list(serve.argv)
+    values: dict[str, Text] = dict(serve.env)
+    decisions = sorted(
+        set().union(*map(text_decisions, [*words, *values.values()])), key=lambda d: d.number
+    )
+    unknown = any(h.choice is None for text in [*words, *values.values()] for h in holes(text))
+    followed = conditional and len(decisions) <= MAX_CONDITIONS and not unknown
+    if not followed:
+        words = [plain_holes(word) for word in words]
+        values = {name: plain_holes(value) for name, value in values.items()}
+        decisions = []
+    for text in [*words, *values.values()]:
+        markers.extend(hole.marker for hole in holes(text) if hole.choice is None)
+    env = {name: render(value) for name, value in values.items()}
     return LauncherResult(
         argv=[render(word) for word in serve.argv],
         env=env,
@@ -161,7 +206,33 @@ def launcher_result(evaluation: Evaluation) -> LauncherResult:
         sourced=list(evaluation.sourced),
         heredocs=heredocs,
         serve_line=serve.line,
+        conditions=[d.condition for d in decisions],
+        alternatives=_alternatives(words, values, decisions),
     )
+
+
+def _alternatives(
+    words: list[Text], values: Mapping[str, Text], decisions: list[Decision]
+) -> list[ServedAlternative]:
+    """The argv and env on each combination of the decisions' outcomes (none: no
+    alternatives). An env value that is a variable unset on a path is absent there."""
+    if not decisions:
+        return []
+    out = []
+    for outcomes in itertools.product((True, False), repeat=len(decisions)):
+        taken = dict(zip(decisions, outcomes, strict=True))
+        env: dict[str, str] = {}
+        for name, value in values.items():
+            single = value[0] if len(value) == 1 else None
+            if isinstance(single, Unknown) and single.choice is not None:
+                resolved = single.choice.resolve(taken)
+                if resolved is not None:
+                    env[name] = resolved
+            else:
+                env[name] = resolve_text(value, taken)
+        argv = [resolve_text(word, taken) for word in words]
+        out.append(ServedAlternative(outcomes=outcomes, argv=argv, env=env))
+    return out
 
 
 def _markers_of(text: Text) -> list[PartialMarker]:

@@ -64,6 +64,7 @@ from provenance.evidence.inferencex.summary import IngestSummary
 from provenance.model.flags import FlagSet
 from provenance.model.ledger import INFERENCEX_REPO
 from provenance.model.record import (
+    ConditionalFlags,
     EvidenceRecord,
     EvidenceSource,
     PartialMarker,
@@ -243,6 +244,7 @@ class PointExtractor:
         topology: Topology,
         roles: dict[str, FlagSet],
         partial: Iterable[PartialMarker],
+        conditional: ConditionalFlags | None = None,
     ) -> EvidenceRecord:
         """A record without workloads (added when identical points collapse)."""
         return EvidenceRecord(
@@ -258,6 +260,7 @@ class PointExtractor:
             workloads=(),
             roles=roles,
             partial=_dedupe_partial(partial),
+            conditional={r: keys for r, keys in (conditional or {}).items() if keys},
         )
 
     def _consider(self, key: str, path: str, *more: str) -> bool:
@@ -318,7 +321,12 @@ class PointExtractor:
         if resolution.launcher:
             files.append((resolution.launcher, "other"))
         record = self._record(
-            entry, files, _single_topology(point), {"serve": evidence.flags}, evidence.partial
+            entry,
+            files,
+            _single_topology(point),
+            {"serve": evidence.flags},
+            evidence.partial,
+            {"serve": evidence.conditional},
         )
         workload = WorkloadPoint(
             scenario=point.scenario,

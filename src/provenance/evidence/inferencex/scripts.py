@@ -47,13 +47,14 @@ from pydantic import BaseModel, ConfigDict
 from provenance.errors import InputError
 from provenance.evidence.bash.config_file import merge_config_file
 from provenance.evidence.bash.context import evaluate_in_context, runner_findings_for
+from provenance.evidence.bash.launcher import ServedAlternative
 from provenance.evidence.bash.runner import RunnerFindings, RunnerLauncher
 from provenance.evidence.inferencex.dram_budget import dram_offload_gb
 from provenance.evidence.inferencex.master import MasterEntry, SingleNodePoint
 from provenance.evidence.inferencex.snapshot import Snapshot
 from provenance.evidence.inferencex.workflow_env import SINGLE_NODE_TEMPLATE, scenario_subdirs
 from provenance.model.flags import FlagSet
-from provenance.model.record import PartialMarker
+from provenance.model.record import ConditionalValue, PartialMarker, split_conditional
 from provenance.normalise.canonical import normalise_argv
 from provenance.safe_yaml import load_yaml_bytes
 
@@ -116,6 +117,8 @@ class ServeEvidence(BaseModel):
     flags: FlagSet
     model: str | None
     partial: tuple[PartialMarker, ...]
+    #: flags whose value depends on a run-time condition of the launcher (not in ``flags``)
+    conditional: dict[str, ConditionalValue] = {}
 
 
 def _yaml_data(raw: bytes, path: str) -> Any:
@@ -539,6 +542,7 @@ def evaluate_point(
         launcher_env(entry, point, resolution.fleet, resolution.scenario_subdir, dram_gb),
         runner=_runner_context(snapshot, entry, point, resolution, dram_gb, _ran_as(resolution)),
         library=_context_file(snapshot, LIBRARY_PATH),
+        conditional=True,
     )
     partial.extend(result.partial)
     if resolution.alternatives:
@@ -559,17 +563,32 @@ def evaluate_point(
             model=None,
             partial=tuple(partial),
         )
-    argv, config_markers = merge_config_file(result, path)
-    partial.extend(config_markers)
-    try:
-        command = normalise_argv(argv, result.env)
-    except InputError as exc:
-        raise ArgvNotNormalisableError(str(exc), path=path) from None
+    runs = []
+    alternatives: list[ServedAlternative | None] = [*result.alternatives] or [None]
+    for alternative in alternatives:
+        served = result
+        if alternative is not None:
+            served = result.model_copy(update={"argv": alternative.argv, "env": alternative.env})
+        argv, config_markers = merge_config_file(served, path)
+        partial.extend(m for m in config_markers if m not in partial)
+        try:
+            command = normalise_argv(argv, served.env)
+        except InputError as exc:
+            raise ArgvNotNormalisableError(str(exc), path=path) from None
+        runs.append((alternative.outcomes if alternative else (), command))
+    flags, conditional = split_conditional([(o, c.flags) for o, c in runs], result.conditions)
+    models = {command.model for _, command in runs}
+    if len(models) > 1:
+        raise ArgvNotNormalisableError(
+            f"the served model depends on a run-time condition: {sorted(map(str, models))}",
+            path=path,
+        )
     return ServeEvidence(
         script=path,
         blob_sha=blob,
         served=True,
-        flags=command.flags,
-        model=command.model,
+        flags=flags,
+        model=runs[0][1].model,
         partial=tuple(partial),
+        conditional=conditional,
     )
