@@ -18,12 +18,16 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from provenance.audit.verdicts import EvidenceRef
 from provenance.model.flags import FlagSet
 from provenance.model.ledger import LedgerEntry
 from provenance.model.record import EvidenceRecord
 from provenance.model.scope import Scope, record_scope, same_checkpoint
+
+if TYPE_CHECKING:
+    from provenance.normalise.vllm_policy import VersionDefaults
 
 #: Reduces a role's full FlagSet to its major flags in the role's context
 #: (``Policy.effective``: aliases applied, inert-in-context flags dropped).
@@ -58,6 +62,9 @@ class EvidenceIndex:
     #: records every citing entry of which was reverted: not evidence (see the module)
     withdrawn: dict[str, IndexedRecord] = field(default_factory=dict)
     entries: tuple[LedgerEntry, ...] = ()
+    #: the version-dependent defaults each record's major flags were read at (the judge
+    #: reads a recipe's explicit default at each record's version); None: not applied
+    versions: VersionDefaults | None = None
     _by_scope: dict[Scope, list[IndexedRecord]] = field(default_factory=dict)
     _by_checkpoint_hw: dict[tuple[str, str], list[IndexedRecord]] = field(default_factory=dict)
     _exact: dict[tuple[Scope, str, FlagSet], list[IndexedRecord]] = field(default_factory=dict)
@@ -68,6 +75,7 @@ class EvidenceIndex:
         records: Iterable[EvidenceRecord],
         entries: Iterable[LedgerEntry],
         major: MajorFn,
+        versions: VersionDefaults | None = None,
     ) -> EvidenceIndex:
         entry_list = tuple(sorted(entries, key=lambda e: (e.pr.repo, e.pr.number)))
         # per record, the entries citing it that were not reverted (``live``) and those
@@ -78,7 +86,7 @@ class EvidenceIndex:
             citing = live_of if entry.reverted_by is None else reverted_of
             for record_id in entry.records:
                 citing[record_id].append(entry)
-        graph = cls(entries=entry_list)
+        graph = cls(entries=entry_list, versions=versions)
         by_scope: dict[Scope, list[IndexedRecord]] = defaultdict(list)
         by_ckpt_hw: dict[tuple[str, str], list[IndexedRecord]] = defaultdict(list)
         exact: dict[tuple[Scope, str, FlagSet], list[IndexedRecord]] = defaultdict(list)
@@ -105,6 +113,8 @@ class EvidenceIndex:
                     known = majors.get((flags, role))
                     if known is None:
                         known = majors[(flags, role)] = major(flags, role)
+                    if versions is not None:  # an explicit default of its vLLM version: absent
+                        known = versions.drop(known, record.image)
                     reduced[role] = known
                 points.setdefault(
                     tuple(reduced.items()),

@@ -20,6 +20,7 @@ from provenance.model.flags import FlagSet
 
 if TYPE_CHECKING:
     from provenance.normalise.policy import Policy
+    from provenance.normalise.vllm_policy import VersionDefaults
 
 
 class RoleNormaliser(Protocol):
@@ -149,6 +150,13 @@ class PolicyNormaliser:
             major = self._policy.major(normalise_argv([*head, *kept], env).flags)
             self._memo[key] = major
         return major
+
+    @property
+    def versions(self) -> VersionDefaults | None:
+        """The policy's version-dependent defaults (None without vLLM's knowledge): the
+        evidence index drops each record's explicit defaults of its image's vLLM version,
+        and the judge reads a recipe's explicit default against each record's version."""
+        return self._policy.versions
 
     @property
     def policy(self) -> Policy:

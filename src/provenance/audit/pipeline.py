@@ -312,7 +312,8 @@ def _load_graph(
         records = store.load_all(VerifiedRecords.open())
     else:
         records = load_scoped(store, model_ids, VerifiedRecords.open(), present).records
-    graph = EvidenceIndex.build(records.values(), entries, normaliser.role_major)
+    versions = normaliser.versions if isinstance(normaliser, PolicyNormaliser) else None
+    graph = EvidenceIndex.build(records.values(), entries, normaliser.role_major, versions)
     return graph, book.declarations(), len(present)
 
 

@@ -62,6 +62,7 @@ from provenance.normalise.vllm_knowledge import versions
 from provenance.normalise.vllm_policy import (
     FIELD_CLASSES,
     GROUP_CLASSES,
+    VersionDefaults,
     knowledge_class,
     not_a_vllm_flag,
     stable_defaults,
@@ -653,6 +654,7 @@ class Policy:
         "_digest",
         "_layers",
         "_rules",
+        "_versions",
         "aliases",
         "context",
         "knowledge",
@@ -678,6 +680,7 @@ class Policy:
         self.context = ContextRules(context)
         self.origin = origin
         self._digest: str | None = None
+        self._versions: VersionDefaults | None = None
 
     @property
     def digest(self) -> str:
@@ -762,6 +765,15 @@ class Policy:
         """Whether ``key=value`` is vLLM's default in every covered version that has the
         flag (so :meth:`major` drops it)."""
         return self.knowledge and stable_defaults().get(key) == value
+
+    @property
+    def versions(self) -> VersionDefaults | None:
+        """The defaults that depend on the vLLM version, read at the version each evidence
+        record's image ran (:class:`~provenance.normalise.vllm_policy.VersionDefaults`);
+        None without vLLM's knowledge."""
+        if self._versions is None and self.knowledge:
+            self._versions = VersionDefaults()
+        return self._versions
 
     def in_context(self, major: FlagSet, role: str | None) -> FlagSet:
         """``major`` (a command's major flags) with aliased spellings under their canonical

@@ -20,22 +20,36 @@ Each entry's reason is shown by ``provenance flags --why`` and listed in docs/fl
 from __future__ import annotations
 
 import functools
+import re
+from collections.abc import Iterable
 from typing import NamedTuple
 
-from provenance.model.flags import FlagClass
+from provenance.model.flags import FlagClass, FlagSet
 from provenance.normalise.canonical import canonical_value
 from provenance.normalise.vllm_knowledge import raw, versions
 
 __all__ = [
+    "ABSENT",
+    "COMPUTED",
     "FIELD_CLASSES",
     "GROUP_CLASSES",
+    "UNSET",
     "KnownFlag",
+    "VersionDefaults",
+    "default_at",
+    "defaults_at",
+    "describe_default",
+    "image_release",
+    "image_version",
     "knowledge_class",
     "known_env",
     "known_flags",
     "not_a_vllm_flag",
     "stable_defaults",
+    "unknown_version_note",
+    "version_defaults",
     "version_range",
+    "versioned_values",
 ]
 
 MAJOR = FlagClass.MAJOR
@@ -245,6 +259,16 @@ def not_a_vllm_flag(key: str) -> str | None:
     return f"not a flag of vLLM {version_range()} (vLLM refuses it)"
 
 
+def _concrete(facts: dict[str, object]) -> str | None:
+    """A flag's default in one version, canonical, when it is one concrete scalar (not
+    computed at run time, not ``None``, a list, a mapping or the empty text)."""
+    default = facts.get("default")
+    if "default_expr" in facts or not isinstance(default, str | int | float):
+        return None
+    value = canonical_value(default)
+    return value or None
+
+
 @functools.cache
 def stable_defaults() -> dict[str, str]:
     """Flag key → its default, canonical, for every flag whose default is one and the same
@@ -252,19 +276,224 @@ def stable_defaults() -> dict[str, str]:
     0.17.0–0.27.1). A flag whose default changed between versions
     (``disable_cascade_attn``: false to 0.17.0, true from 0.18.0), is computed at run
     time (``None``, a ``default_expr``) or is a list or mapping is not here: its default
-    depends on the version, so an explicit value stays a value."""
-    seen: dict[str, set[str]] = {}
+    depends on the version (:func:`version_defaults`)."""
+    seen: dict[str, set[str | None]] = {}
     for version in versions():
         for key, facts in raw(version)["flags"].items():
-            default = facts.get("default")
-            concrete = "default_expr" not in facts and isinstance(default, str | int | float)
-            seen.setdefault(key, set()).add(canonical_value(default) if concrete else "\0")
+            seen.setdefault(key, set()).add(_concrete(facts))
     return {
-        key: next(iter(values))
+        key: value
         for key, values in sorted(seen.items())
-        if len(values) == 1 and "\0" not in values and "" not in values and key not in _IDENTITY
+        if len(values) == 1 and (value := next(iter(values))) is not None and key not in _IDENTITY
     }
 
 
 #: Never a default: the model is what is served (vLLM's default model is a placeholder).
 _IDENTITY = frozenset({"model", "tokenizer", "revision", "served_model_name"})
+
+#: :func:`version_defaults` entries where a version has no concrete default (never a
+#: canonical value): the flag is not there, its default is ``None``, or it is computed
+#: at run time (a ``default_expr``, a list, a mapping, the empty text)
+ABSENT = "\0not a flag"
+UNSET = "\0unset"
+COMPUTED = "\0computed"
+
+
+_NOT_CONCRETE = frozenset({ABSENT, UNSET, COMPUTED})
+
+
+@functools.cache
+def version_defaults() -> dict[str, dict[str, str]]:
+    """Flag key → covered version → its default there, for every flag whose default
+    depends on the version: concrete in at least one covered version and not the same
+    concrete value in all that have the flag (:func:`stable_defaults` has those). A version
+    without the flag maps to :data:`ABSENT`, one whose default is computed at run time
+    (or ``None``, a list, a mapping) to :data:`COMPUTED`:
+    ``disable_cascade_attn`` → false to 0.17.0, true from 0.18.0."""
+    found: dict[str, dict[str, str]] = {}
+    for version in versions():
+        for key, facts in raw(version)["flags"].items():
+            default = _concrete(facts)
+            if default is None:
+                unset = "default_expr" not in facts and facts.get("default") is None
+                default = UNSET if unset else COMPUTED
+            found.setdefault(key, {})[version] = default
+    stable = stable_defaults()
+    return {
+        key: {version: by_version.get(version, ABSENT) for version in versions()}
+        for key, by_version in sorted(found.items())
+        if key not in stable
+        and key not in _IDENTITY
+        and any(value not in _NOT_CONCRETE for value in by_version.values())
+    }
+
+
+@functools.cache
+def defaults_at(version: str) -> dict[str, str]:
+    """The version-dependent defaults (:func:`version_defaults`) that are concrete in
+    ``version``: what a command of that version runs when it leaves the flag out."""
+    return {
+        key: by_version[version]
+        for key, by_version in version_defaults().items()
+        if by_version.get(version, ABSENT) not in _NOT_CONCRETE
+    }
+
+
+def default_at(key: str, version: str) -> str | None:
+    """vLLM ``version``'s default of the flag ``key`` (canonical) when it is one concrete
+    value, whether or not it depends on the version; None when it is computed or ``None``,
+    or the version has no such flag."""
+    facts = raw(version)["flags"].get(key)
+    return None if facts is None or key in _IDENTITY else _concrete(facts)
+
+
+@functools.cache
+def versioned_values() -> dict[str, frozenset[str]]:
+    """Flag key → every concrete default it has in some covered version, for the flags
+    whose default depends on the version: a command that writes one of these may be
+    writing its version's default."""
+    return {
+        key: frozenset(v for v in by_version.values() if v not in _NOT_CONCRETE)
+        for key, by_version in version_defaults().items()
+    }
+
+
+def describe_default(key: str) -> str:
+    """How ``key``'s default runs over the covered versions, oldest first:
+    ``false ≤0.17.0, true ≥0.18.0`` (``not a flag``: the version has none; ``unset``: its
+    default is ``None``; ``computed``: set at run time)."""
+    covered = versions()
+    runs: list[list[str]] = []  # [value, first, last]
+    for version, value in version_defaults()[key].items():
+        if runs and runs[-1][0] == value:
+            runs[-1][2] = version
+        else:
+            runs.append([value, version, version])
+    parts = []
+    for value, first, last in runs:
+        shown = value.lstrip("\0")
+        if first == covered[0] and last != covered[-1]:
+            span = f"≤{last}"
+        elif last == covered[-1] and first != covered[0]:
+            span = f"≥{first}"
+        else:
+            span = _span(first, last)
+        parts.append(f"{shown} {span}")
+    return ", ".join(parts)
+
+
+def _order(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+#: An upstream release image: vLLM's own ``vllm/vllm-openai`` or ``vllm/vllm-openai-rocm``
+#: (optionally behind a registry host), a ``vX.Y.Z`` tag, optionally a build variant of
+#: that release (``-cu130``, ``-ubuntu2404``, ``-cu129``, ``-x86_64``, ``-aarch64``,
+#: ``-arm64``) and a digest pin.
+_RELEASE_IMAGE = re.compile(
+    r"(?:[a-z0-9.-]+(?::[0-9]+)?/)?vllm/vllm-openai(?:-rocm)?"
+    r":v(?P<version>(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*))"
+    r"(?:-(?:cu[0-9]+|ubuntu[0-9]+|x86_64|aarch64|arm64))*"
+    r"(?:@sha256:[0-9a-f]{64})?"
+)
+
+
+def image_release(image: str | None) -> str | None:
+    """The vLLM release an image tag names (``vllm/vllm-openai-rocm:v0.17.0`` → ``0.17.0``,
+    ``vllm/vllm-openai:v0.19.0-cu130`` → ``0.19.0``), covered or not; None for every other
+    image: nightly and commit builds (``nightly-<sha>``, ``nightly-dev-…``), model-specific
+    builds (``minimax-m3``, ``kimi-k3``), release candidates, other vendors' images
+    (``rocm/…_vllm_0.10.1_…``, a fork) and no image at all."""
+    if image is None:
+        return None
+    found = _RELEASE_IMAGE.fullmatch(image.strip())
+    return found["version"] if found else None
+
+
+@functools.cache
+def image_version(image: str | None) -> str | None:
+    """The covered vLLM version a record's image ran (:func:`image_release`, when the
+    knowledge table has that release); None when it is unknown: not a release image, or a
+    release the table does not cover."""
+    release = image_release(image)
+    return release if release in versions() else None
+
+
+def unknown_version_note(key: str, images: Iterable[str | None]) -> str:
+    """Why a flag's absence cannot be read as its default: ``vLLM's default of
+    disable_cascade_attn depends on the version (false ≤0.17.0, true ≥0.18.0); the
+    evidence's vLLM version is unknown (image vllm/vllm-openai:nightly-…)``."""
+    named = sorted({image or "none" for image in images})
+    shown = ", ".join(named[:_IMAGES_SHOWN])
+    if len(named) > _IMAGES_SHOWN:
+        shown += f" and {len(named) - _IMAGES_SHOWN} more"
+    return (
+        f"vLLM's default of {key} depends on the version ({describe_default(key)}); the "
+        f"evidence's vLLM version is unknown (image{'s' if len(named) > 1 else ''} {shown})"
+    )
+
+
+_IMAGES_SHOWN = 3
+
+
+class VersionDefaults:
+    """The defaults that depend on the vLLM version, read at the version an evidence
+    record's image ran (:func:`image_version`); memoised per FlagSet (an audit meets the
+    same role FlagSets many times).
+
+    * :meth:`drop`: a record's flags without those written at its version's default (an
+      explicit default equals its absence; a record of unknown version keeps them);
+    * :meth:`versioned`: the items of a command that may be some version's default (a
+      recipe's, which runs on whatever version: judged per record);
+    * :meth:`runs`: whether a record that leaves a flag out runs it at a given value.
+    """
+
+    __slots__ = ("_dropped", "_values", "_versioned")
+
+    def __init__(self) -> None:
+        self._values = versioned_values()
+        self._dropped: dict[tuple[FlagSet, str | None], FlagSet] = {}
+        self._versioned: dict[FlagSet, frozenset[tuple[str, str]]] = {}
+
+    @staticmethod
+    def version(image: str | None) -> str | None:
+        return image_version(image)
+
+    def drop(self, flags: FlagSet, image: str | None) -> FlagSet:
+        """``flags`` (a record's) without the flags written at the default of the vLLM
+        version ``image`` ran, where that default depends on the version."""
+        memo = (flags, image)
+        found = self._dropped.get(memo)
+        if found is None:
+            version = image_version(image)
+            found = flags
+            if version is not None:
+                defaults = defaults_at(version)
+                drop = [k for k in defaults.keys() & flags.key_set() if flags[k] == defaults[k]]
+                if drop:
+                    found = flags.without(drop)
+            self._dropped[memo] = found
+        return found
+
+    def versioned(self, flags: FlagSet) -> frozenset[tuple[str, str]]:
+        """The items of ``flags`` whose value is the default of the flag in some covered
+        version where that default depends on the version (usually none)."""
+        found = self._versioned.get(flags)
+        if found is None:
+            values = self._values
+            found = self._versioned[flags] = frozenset(
+                (k, flags[k]) for k in values.keys() & flags.key_set() if flags[k] in values[k]
+            )
+        return found
+
+    @staticmethod
+    def runs(key: str, value: str, image: str | None) -> bool:
+        """Whether a record of ``image`` that leaves ``key`` out runs it at ``value`` (its
+        known version's default)."""
+        version = image_version(image)
+        return version is not None and defaults_at(version).get(key) == value
+
+    def unknown(self, key: str, value: str, image: str | None) -> bool:
+        """Whether a record of ``image`` may run ``key`` at ``value`` by default: its version
+        is unknown and ``value`` is the default of some covered version."""
+        return image_version(image) is None and value in self._values.get(key, ())

@@ -8,6 +8,11 @@ deployment kind); an exact match with no green sweep (or a partial extraction) i
 roles: the nearest validated one when one is in scope, the nearest overall beside it when
 that is another (unvalidated, closer) point. :class:`Judge` memoises every level (scope
 candidates, role indexes, role judgements, outcomes) against one evidence index.
+
+A role whose flags write a default that depends on the vLLM version (its *view*,
+:mod:`provenance.audit.judge.roles`) is judged against the in-scope records read at their
+version, in an index of its own per scope, role and view; every other role (on the
+embedded data, all but a handful) takes the shared per-scope index unchanged.
 """
 
 from __future__ import annotations
@@ -22,10 +27,14 @@ from provenance.audit.judge.reachability import unreachable_reason
 from provenance.audit.judge.reasons import ordered, prs_of
 from provenance.audit.judge.role_index import RoleIndex, Signatures, evidence_ref, tie_break
 from provenance.audit.judge.roles import (
+    NO_VIEW,
     ClassifyFn,
     RoleJudgement,
+    View,
     flag_provenance,
     judge_role,
+    read_at_version,
+    records_at_version,
     role_flags,
 )
 from provenance.audit.keys import CombinationKey
@@ -80,11 +89,17 @@ class Judge:
         self.classify = classify
         #: hardware id -> GPUs per node (the recipes taxonomy), for reachability
         self.gpus_per_node = gpus_per_node or {}
+        #: the version-dependent defaults the graph's records were read at (None: not read)
+        self.versions = graph.versions
         self._unreachable: dict[tuple[str, str, DeploymentKind], Reason | None] = {}
         self._candidates: dict[tuple[str, str, DeploymentKind], list[IndexedRecord]] = {}
         self._any_kind: dict[tuple[str, str], dict[tuple[str, FlagSet], list[IndexedRecord]]] = {}
         self._indexes: dict[tuple[str, str, DeploymentKind, str], RoleIndex] = {}
+        self._view_indexes: dict[tuple[str, str, DeploymentKind, str, View], RoleIndex] = {}
         self._signatures: dict[tuple[str, str, DeploymentKind, tuple[str, ...]], Signatures] = {}
+        self._signatures_by_view: dict[
+            tuple[str, str, DeploymentKind, tuple[tuple[str, View], ...]], Signatures
+        ] = {}
         self._roles: dict[tuple[str, str, DeploymentKind, str, FlagSet], RoleJudgement] = {}
         self._no_candidates: dict[str, RoleIndex] = {}
         self._unevidenced: dict[tuple[DeploymentKind, str, FlagSet], RoleJudgement] = {}
@@ -132,6 +147,26 @@ class Judge:
             self._indexes[key] = found
         return found
 
+    def _view(self, flags: FlagSet) -> View:
+        """The items of a role's ``flags`` that are some vLLM version's default of a flag
+        whose default depends on the version (usually none: then the role is judged
+        against the shared index)."""
+        return NO_VIEW if self.versions is None else self.versions.versioned(flags)
+
+    def _view_index(
+        self, model_id: str, hardware: str, kind: DeploymentKind, role: str, view: View
+    ) -> RoleIndex:
+        """The in-scope records of ``role`` read at their vLLM version by ``view``."""
+        key = (model_id, hardware, kind, role, view)
+        found = self._view_indexes.get(key)
+        if found is None:
+            assert self.versions is not None
+            records = records_at_version(
+                self.candidates(model_id, hardware, kind), role, view, self.versions
+            )
+            found = self._view_indexes[key] = RoleIndex.build(role, records)
+        return found
+
     def setters(
         self, model_id: str, hardware: str, kind: DeploymentKind, role: str
     ) -> dict[tuple[str, str], tuple[EvidenceRef, ...]]:
@@ -152,14 +187,18 @@ class Judge:
         judged = self._roles.get(key)
         if judged is None:
             index = self._index(model_id, hardware, kind, role)
-            if index.candidates:
-                judged = judge_role(index, kind, flags, self._class_of)
+            view = self._view(flags) if index.candidates else NO_VIEW
+            if view:
+                index = self._view_index(model_id, hardware, kind, role, view)
+                judged = judge_role(index, kind, flags, self._class_of, self.versions, view)
+            elif index.candidates:
+                judged = judge_role(index, kind, flags, self._class_of, self.versions)
             else:  # the same for every scope of this kind without the role: judged once
                 shared = (kind, role, flags)
                 judged = self._unevidenced.get(shared)
                 if judged is None:
                     judged = self._unevidenced[shared] = judge_role(
-                        index, kind, flags, self._class_of
+                        index, kind, flags, self._class_of, self.versions
                     )
             self._roles[key] = judged
         return judged
@@ -179,7 +218,10 @@ class Judge:
         if not judgements:
             return (), ()
         roles = tuple(j.role for j in judgements)
-        signatures = self._signature_records(key.model_id, key.hardware, key.kind, roles)
+        if any(j.view for j in judgements):
+            signatures = self._view_signatures(key.model_id, key.hardware, key.kind, judgements)
+        else:
+            signatures = self._signature_records(key.model_id, key.hardware, key.kind, roles)
         records = signatures.records
         if not records:
             return (), ()
@@ -222,6 +264,33 @@ class Judge:
                 columns.append([position[r.major[role]] for r in records])
             validated = sum(1 for record in records if record.validated)
             found = self._signatures[memo] = Signatures(records, tuple(columns), validated)
+        return found
+
+    def _view_signatures(
+        self,
+        model_id: str,
+        hardware: str,
+        kind: DeploymentKind,
+        judgements: Sequence[RoleJudgement],
+    ) -> Signatures:
+        """:meth:`_signature_records` for roles of which some have a view: each record's
+        FlagSet of each judgement as that judgement reads it (at the record's version)."""
+        memo = (model_id, hardware, kind, tuple((j.role, j.view) for j in judgements))
+        found = self._signatures_by_view.get(memo)
+        if found is None:
+            best: dict[tuple[FlagSet, ...], IndexedRecord] = {}
+            for record in self.candidates(model_id, hardware, kind):
+                if all(j.role in record.major for j in judgements):
+                    signature = tuple(j.evidence_flags(record) for j in judgements)
+                    held = best.get(signature)
+                    if held is None or tie_break(record) < tie_break(held):
+                        best[signature] = record
+            records = sorted(best.values(), key=tie_break)
+            columns = tuple(
+                [j.index.position[j.evidence_flags(r)] for r in records] for j in judgements
+            )
+            validated = sum(1 for record in records if record.validated)
+            found = self._signatures_by_view[memo] = Signatures(records, columns, validated)
         return found
 
     # Combination level ------------------------------------------------------
@@ -404,19 +473,23 @@ class Judge:
     ) -> list[Reason]:
         if not role_flags:
             return []
-        role, flags = role_flags[0]
-        index = self._any_kind.get((key.model_id, key.hardware))
-        if index is None:
-            self.any_kind(key.model_id, key.hardware, key.kind, role, flags)
-            index = self._any_kind[(key.model_id, key.hardware)]
-        same_flags = index.get((role, flags))
-        if not same_flags:
-            return []
-        others = [
-            r
-            for r in same_flags
-            if r.scope.kind != key.kind and all(r.major.get(k) == f for k, f in role_flags)
-        ]
+        views = [self._view(flags) for _, flags in role_flags]
+        if any(views):
+            others = self._other_kind_at_version(key, role_flags, views)
+        else:
+            role, flags = role_flags[0]
+            index = self._any_kind.get((key.model_id, key.hardware))
+            if index is None:
+                self.any_kind(key.model_id, key.hardware, key.kind, role, flags)
+                index = self._any_kind[(key.model_id, key.hardware)]
+            same_flags = index.get((role, flags))
+            if not same_flags:
+                return []
+            others = [
+                r
+                for r in same_flags
+                if r.scope.kind != key.kind and all(r.major.get(k) == f for k, f in role_flags)
+            ]
         if not others:
             return []
         kinds = sorted({r.scope.kind for r in others})
@@ -427,6 +500,28 @@ class Judge:
                 evidence_value=", ".join(kinds),
                 sources=prs_of(others),
                 detail="the flags match an evidence point of another deployment kind",
+            )
+        ]
+
+    def _other_kind_at_version(
+        self,
+        key: CombinationKey,
+        role_flags: Sequence[tuple[str, FlagSet]],
+        views: Sequence[View],
+    ) -> list[IndexedRecord]:
+        """Records of another deployment kind (same checkpoint and hardware) whose roles
+        are exactly ``role_flags``, each read at the record's vLLM version by its view
+        (``views``, one per role; rare: a recipe writes a version-dependent default)."""
+        assert self.versions is not None
+        versions = self.versions
+        scope = self.scope_of(key.model_id, key.hardware, key.kind)
+        return [
+            r
+            for r in self.graph.same_checkpoint_hardware(scope, key.model_id)
+            if r.scope.kind != key.kind
+            and all(
+                role in r.major and read_at_version(r.major[role], r, view, versions) == flags
+                for (role, flags), view in zip(role_flags, views, strict=True)
             )
         ]
 

@@ -19,14 +19,25 @@ an explicit ``--tensor-parallel-size 1``, so against evidence at 8 the recipe's
 a recipe at 8 against evidence that leaves it unset is a ``value-mismatch`` (8 vs
 1), not ``flag-unevidenced``; the nearest point's diff shows such a key as changed.
 
+Version-dependent defaults (:class:`~provenance.normalise.vllm_policy.VersionDefaults`):
+an explicit flag at the default of the vLLM version a record ran equals its absence. The
+evidence index drops a record's own (``EvidenceIndex.build``); a recipe's, which runs on
+no particular version, is read against each record: a role whose flags write such a
+default (its *view*, usually empty) is judged against the in-scope records *read at their
+version* (:func:`read_at_version`: a record that leaves the flag out and whose version's
+default is the recipe's value runs it, so it is shown as setting it). Where a record's
+version is unknown and the value is some version's default, the ``missing-flag``,
+``flag-unevidenced`` and ``value-mismatch`` reasons say so (:func:`version_note`).
+
 Reasons and flag provenance are built once per role index and flag
 (:class:`~provenance.audit.judge.role_index.RoleIndex` keeps them) and shared.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from provenance.audit.index import IndexedRecord
 from provenance.audit.judge.reasons import ordered, prs_of, with_conditions
@@ -36,6 +47,14 @@ from provenance.model.flags import FlagSet
 from provenance.model.reasons import ReasonCode
 from provenance.model.scope import DeploymentKind
 from provenance.normalise.policy import COMPARED_DEFAULTS
+from provenance.normalise.vllm_policy import unknown_version_note
+
+if TYPE_CHECKING:
+    from provenance.normalise.vllm_policy import VersionDefaults
+
+#: A role's items that are some vLLM version's default of a version-dependent flag.
+View = frozenset[tuple[str, str]]
+NO_VIEW: View = frozenset()
 
 #: The policy class of a flag key (``Policy.classify``), as text.
 ClassifyFn = Callable[[str], str]
@@ -60,10 +79,21 @@ class RoleJudgement:
     #: diff size from :attr:`flags` to each distinct major FlagSet of the role in scope,
     #: in the order of the scope's role index (``RoleIndex.order``)
     distances: list[int] = field(default_factory=list)
+    #: the items of :attr:`flags` that are some vLLM version's default, and what reads a
+    #: record at its version (:attr:`index` holds the records read so): usually none
+    view: View = NO_VIEW
+    versions: VersionDefaults | None = None
     #: per (record id, its major flags of the role): alternatives of one record differ
     _nearest: dict[tuple[str, FlagSet], NearestEvidence] = field(default_factory=dict, repr=False)
     #: (signatures, position of this role in them) → :meth:`distances_to`
     _vectors: dict[tuple[Signatures, int], list[int]] = field(default_factory=dict, repr=False)
+
+    def evidence_flags(self, record: IndexedRecord) -> FlagSet:
+        """``record``'s flags of this role as this judgement compares them (read at the
+        record's vLLM version when :attr:`view` is not empty)."""
+        if self.view and self.versions is not None:
+            return read_at_version(record.major[self.role], record, self.view, self.versions)
+        return record.major[self.role]
 
     def nearest_evidence(self, record: IndexedRecord) -> NearestEvidence:
         """This role's difference from ``record`` (built once per record)."""
@@ -71,7 +101,7 @@ class RoleJudgement:
         found = self._nearest.get(memo)
         if found is None:
             only_recipe, only_evidence, changed = with_compared_defaults(
-                *self.flags.diff_parts(record.major[self.role])
+                *self.flags.diff_parts(self.evidence_flags(record))
             )
             found = self._nearest[memo] = NearestEvidence(
                 record=record.id,
@@ -97,6 +127,59 @@ class RoleJudgement:
         return found
 
 
+def read_at_version(
+    flags: FlagSet, record: IndexedRecord, view: View, versions: VersionDefaults
+) -> FlagSet:
+    """``flags`` (``record``'s, of one role) with each item of ``view`` (a recipe's explicit
+    version-dependent defaults) that the record leaves out and runs by default at the vLLM
+    version of its image."""
+    image = record.record.image
+    added = {k: v for k, v in view if k not in flags and versions.runs(k, v, image)}
+    return flags.merged(FlagSet.of_strings(added)) if added else flags
+
+
+def records_at_version(
+    records: Iterable[IndexedRecord], role: str, view: View, versions: VersionDefaults
+) -> list[IndexedRecord]:
+    """``records`` with ``role`` read at their version (:func:`read_at_version`): a copy of
+    each record it changes, the record itself otherwise."""
+    found = []
+    for record in records:
+        flags = record.major.get(role)
+        read = flags if flags is None else read_at_version(flags, record, view, versions)
+        if read is not flags and read is not None:
+            record = replace(record, major={**record.major, role: read})
+        found.append(record)
+    return found
+
+
+def version_note(
+    index: RoleIndex,
+    key: str,
+    value: str,
+    records: Iterable[IndexedRecord],
+    versions: VersionDefaults | None,
+) -> str:
+    """``vLLM's default of <key> depends on the version (…); the evidence's vLLM version
+    is unknown (image …)`` when one of ``records`` may run ``key`` at ``value`` by default
+    (it leaves the key out, its version is unknown and ``value`` is some version's
+    default); else the empty text."""
+    if versions is None:
+        return ""
+    role = index.role
+    images = [
+        r.record.image
+        for r in records
+        if key not in r.major[role] and versions.unknown(key, value, r.record.image)
+    ]
+    return unknown_version_note(key, images) if images else ""
+
+
+def joined(*parts: str) -> str:
+    """The non-empty ``parts`` of a reason's detail, joined by ``; ``."""
+    return "; ".join(part for part in parts if part)
+
+
 def with_compared_defaults(
     only_recipe: dict[str, str],
     only_evidence: dict[str, str],
@@ -117,9 +200,15 @@ def with_compared_defaults(
 
 
 def judge_role(
-    index: RoleIndex, kind: DeploymentKind, flags: FlagSet, class_of: ClassifyFn
+    index: RoleIndex,
+    kind: DeploymentKind,
+    flags: FlagSet,
+    class_of: ClassifyFn,
+    versions: VersionDefaults | None = None,
+    view: View = NO_VIEW,
 ) -> RoleJudgement:
-    """``flags`` of ``index``'s role judged against the records of ``index``."""
+    """``flags`` of ``index``'s role judged against the records of ``index`` (read at their
+    vLLM version by ``view``, the items of ``flags`` that are some version's default)."""
     role = index.role
     exact = index.groups.get(flags, ())
     known = index.provenance
@@ -138,7 +227,7 @@ def judge_role(
             ),
         )
     elif not exact:
-        reasons = tuple(_flag_reasons(index, flags, distances))
+        reasons = tuple(_flag_reasons(index, flags, distances, versions))
     return RoleJudgement(
         role=role,
         flags=flags,
@@ -150,6 +239,8 @@ def judge_role(
         role_flags=role_flags(role, provenance),
         ordered_reasons=ordered(reasons),
         distances=distances,
+        view=view,
+        versions=versions,
     )
 
 
@@ -171,7 +262,9 @@ def role_flags(role: str, provenance: tuple[FlagProvenance, ...]) -> RoleFlags:
     return RoleFlags(role=role, flags=provenance)
 
 
-def _flag_reason(index: RoleIndex, item: tuple[str, str]) -> Reason | None:
+def _flag_reason(
+    index: RoleIndex, item: tuple[str, str], versions: VersionDefaults | None
+) -> Reason | None:
     """``flag-unevidenced`` or ``value-mismatch`` for one recipe flag (``None``: evidenced)."""
     if item in index.flag_reasons:
         return index.flag_reasons[item]
@@ -188,7 +281,10 @@ def _flag_reason(index: RoleIndex, item: tuple[str, str]) -> Reason | None:
             role=role,
             flag=key,
             recipe_value=value,
-            detail="no in-scope evidence point sets this flag",
+            detail=joined(
+                "no in-scope evidence point sets this flag",
+                version_note(index, key, value, index.candidates, versions),
+            ),
         )
     elif item not in index.setters and not (unset and value == default):
         seen = {r.major[role][key] for r in setters}
@@ -204,7 +300,7 @@ def _flag_reason(index: RoleIndex, item: tuple[str, str]) -> Reason | None:
             detail=(
                 f"in-scope evidence that leaves it unset runs vLLM's default {default}"
                 if unset
-                else ""
+                else version_note(index, key, value, index.candidates, versions)
             ),
         )
     if reason is not None and reason.code is ReasonCode.VALUE_MISMATCH:
@@ -213,11 +309,13 @@ def _flag_reason(index: RoleIndex, item: tuple[str, str]) -> Reason | None:
     return reason
 
 
-def _flag_reasons(index: RoleIndex, flags: FlagSet, distances: list[int]) -> list[Reason]:
+def _flag_reasons(
+    index: RoleIndex, flags: FlagSet, distances: list[int], versions: VersionDefaults | None
+) -> list[Reason]:
     role = index.role
     reasons = [
         reason
-        for reason in (_flag_reason(index, item) for item in flags.items())
+        for reason in (_flag_reason(index, item, versions) for item in flags.items())
         if reason is not None
     ]
     supersets = index.supersets(flags)
@@ -240,11 +338,17 @@ def _flag_reasons(index: RoleIndex, flags: FlagSet, distances: list[int]) -> lis
     basis = index.nearest(distances, supersets)
     for key, evidence_value in basis.major[role].items():
         if key not in flags:
-            reasons.append(_missing_flag(index, basis, key, evidence_value))
+            reasons.append(_missing_flag(index, basis, key, evidence_value, versions))
     return reasons
 
 
-def _missing_flag(index: RoleIndex, basis: IndexedRecord, key: str, evidence_value: str) -> Reason:
+def _missing_flag(
+    index: RoleIndex,
+    basis: IndexedRecord,
+    key: str,
+    evidence_value: str,
+    versions: VersionDefaults | None = None,
+) -> Reason:
     """``missing-flag``: ``key`` is set by the nearest evidence point, not by the recipe
     (``value-mismatch`` when the recipe runs the key at its compared default)."""
     memo = (basis.id, key)
@@ -270,6 +374,20 @@ def _missing_flag(index: RoleIndex, basis: IndexedRecord, key: str, evidence_val
             evidence_value=evidence_value,
             sources=basis.prs,
             record=basis.id,
-            detail=f"set by the nearest evidence point ({basis.config_key}), not by the recipe",
+            detail=joined(
+                f"set by the nearest evidence point ({basis.config_key}), not by the recipe",
+                _missing_note(key, evidence_value, basis, versions),
+            ),
         )
     return found
+
+
+def _missing_note(
+    key: str, value: str, basis: IndexedRecord, versions: VersionDefaults | None
+) -> str:
+    """The :func:`version_note` of a flag the nearest point sets and the recipe leaves out:
+    said when the point's version is unknown and ``value`` is some version's default."""
+    image = basis.record.image
+    if versions is None or not versions.unknown(key, value, image):
+        return ""
+    return unknown_version_note(key, [image])
