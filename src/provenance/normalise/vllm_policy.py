@@ -493,7 +493,12 @@ class VersionDefaults:
         version = image_version(image)
         return version is not None and defaults_at(version).get(key) == value
 
+    def may_default(self, key: str, value: str) -> bool:
+        """Whether ``value`` is ``key``'s default in some covered version where that default
+        depends on the version (only then can a record's version change what it means)."""
+        return value in self._values.get(key, ())
+
     def unknown(self, key: str, value: str, image: str | None) -> bool:
         """Whether a record of ``image`` may run ``key`` at ``value`` by default: its version
         is unknown and ``value`` is the default of some covered version."""
-        return image_version(image) is None and value in self._values.get(key, ())
+        return self.may_default(key, value) and image_version(image) is None

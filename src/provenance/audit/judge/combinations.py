@@ -96,6 +96,8 @@ class Judge:
         self._any_kind: dict[tuple[str, str], dict[tuple[str, FlagSet], list[IndexedRecord]]] = {}
         self._indexes: dict[tuple[str, str, DeploymentKind, str], RoleIndex] = {}
         self._view_indexes: dict[tuple[str, str, DeploymentKind, str, View], RoleIndex] = {}
+        #: whether some role judged so far has a view (else no combination needs one)
+        self._viewed = False
         self._signatures: dict[tuple[str, str, DeploymentKind, tuple[str, ...]], Signatures] = {}
         self._signatures_by_view: dict[
             tuple[str, str, DeploymentKind, tuple[tuple[str, View], ...]], Signatures
@@ -189,6 +191,7 @@ class Judge:
             index = self._index(model_id, hardware, kind, role)
             view = self._view(flags) if index.candidates else NO_VIEW
             if view:
+                self._viewed = True
                 index = self._view_index(model_id, hardware, kind, role, view)
                 judged = judge_role(index, kind, flags, self._class_of, self.versions, view)
             elif index.candidates:
@@ -218,7 +221,7 @@ class Judge:
         if not judgements:
             return (), ()
         roles = tuple(j.role for j in judgements)
-        if any(j.view for j in judgements):
+        if self._viewed and any(j.view for j in judgements):
             signatures = self._view_signatures(key.model_id, key.hardware, key.kind, judgements)
         else:
             signatures = self._signature_records(key.model_id, key.hardware, key.kind, roles)
@@ -334,7 +337,8 @@ class Judge:
                         if fits_shape(r, judgements, recipe_shape) and is_usable(r)
                     )
         if not evidence:
-            reasons.extend(self._other_kind_reasons(key, role_flags))
+            views = [j.view for j in judgements] if self._viewed else None
+            reasons.extend(self._other_kind_reasons(key, role_flags, views))
             if judgements:
                 unreachable = self.unreachable(model_id, hardware, kind)
                 if unreachable is not None:
@@ -469,19 +473,27 @@ class Judge:
         return []
 
     def _other_kind_reasons(
-        self, key: CombinationKey, role_flags: Sequence[tuple[str, FlagSet]]
+        self,
+        key: CombinationKey,
+        role_flags: Sequence[tuple[str, FlagSet]],
+        views: Sequence[View] | None = (),
     ) -> list[Reason]:
+        """``topology-mismatch``: the flags match a point of another deployment kind.
+        ``views``: each role's view (``()``: compute them; ``None``: none has one)."""
         if not role_flags:
             return []
-        views = [self._view(flags) for _, flags in role_flags]
-        if any(views):
+        role, flags = role_flags[0]
+        index = self._any_kind.get((key.model_id, key.hardware))
+        if index is None:
+            self.any_kind(key.model_id, key.hardware, key.kind, role, flags)
+            index = self._any_kind[(key.model_id, key.hardware)]
+        if not index:  # no record of this checkpoint and hardware at all
+            return []
+        if views == () and self.versions is not None:
+            views = [self._view(flags) for _, flags in role_flags]
+        if views and any(views):
             others = self._other_kind_at_version(key, role_flags, views)
         else:
-            role, flags = role_flags[0]
-            index = self._any_kind.get((key.model_id, key.hardware))
-            if index is None:
-                self.any_kind(key.model_id, key.hardware, key.kind, role, flags)
-                index = self._any_kind[(key.model_id, key.hardware)]
             same_flags = index.get((role, flags))
             if not same_flags:
                 return []

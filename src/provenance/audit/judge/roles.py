@@ -164,7 +164,7 @@ def version_note(
     is unknown (image …)`` when one of ``records`` may run ``key`` at ``value`` by default
     (it leaves the key out, its version is unknown and ``value`` is some version's
     default); else the empty text."""
-    if versions is None:
+    if versions is None or not versions.may_default(key, value):
         return ""
     role = index.role
     images = [
