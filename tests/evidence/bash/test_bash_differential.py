@@ -14,13 +14,15 @@ run-time condition). Never complete and different. A case may also state what it
 expects (``# expect: complete`` or ``# expect: partial CONSTRUCT@FILE:LINE``).
 
 Case file format: header comments (``# expect: …``, ``# env: K=V …``, ``# probe: NAME
-OUTPUT``: a fake host command ``NAME`` that prints OUTPUT), then sections
+OUTPUT``: a fake host command ``NAME`` that prints OUTPUT; several lines for one NAME
+run bash once per output, each run checked), then sections
 opened by ``#--- launcher``, ``#--- runner`` (runs ``bash "$BENCH_SCRIPT"``) or
 ``#--- lib`` (replaces the stand-in ``_benchmark_lib.sh``).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -75,8 +77,17 @@ class Case:
     lib: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     expect: str = "partial-or-equal"
-    #: fake host commands (name → what they print), e.g. a firmware probe
-    probes: dict[str, str] = field(default_factory=dict)
+    #: fake host commands (name → what they print, one bash run per output), e.g. a
+    #: firmware probe on old and new firmware
+    probes: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def outcomes(self) -> list[dict[str, str]]:
+        """What the fake host commands print, one mapping per bash run."""
+        names = sorted(self.probes)
+        return [
+            dict(zip(names, outputs, strict=True))
+            for outputs in itertools.product(*(self.probes[n] for n in names))
+        ]
 
 
 def load_case(path: Path) -> Case:
@@ -90,11 +101,11 @@ def load_case(path: Path) -> Case:
         current.append(line)
     env = dict(BASE_ENV)
     expect = "partial-or-equal"
-    probes: dict[str, str] = {}
+    probes: dict[str, tuple[str, ...]] = {}
     for line in header:
         if line.startswith("# probe:"):
             name, _, output = line[8:].strip().partition(" ")
-            probes[name] = output
+            probes[name] = (*probes.get(name, ()), output)
         if line.startswith("# env:"):
             env.update(item.split("=", 1) for item in line[6:].split())  # type: ignore[misc]
         elif line.startswith("# expect:"):
@@ -119,7 +130,12 @@ class Run:
     returncode: int
 
 
-def run_bash(case: Case, tmp: Path) -> Run:
+def run_bash(case: Case, tmp: Path, probes: dict[str, str] | None = None) -> Run:
+    """Run the case in real bash; ``probes``: what its fake host commands print (default:
+    the first of :meth:`Case.outcomes`)."""
+    if probes is None:
+        probes = case.outcomes()[0]
+    tmp.mkdir(parents=True, exist_ok=True)
     root, log, fake = tmp / "repo", tmp / "log", tmp / "bin"
     for directory in (root, log, fake):
         directory.mkdir()
@@ -132,7 +148,7 @@ def run_bash(case: Case, tmp: Path) -> Run:
     (fake / "vllm").write_text(_FAKE_VLLM.format(log=log), encoding="utf-8")
     for name in ("nvidia-smi", "hf", "pip"):
         (fake / name).write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
-    for name, output in case.probes.items():
+    for name, output in probes.items():
         quoted = output.replace("'", "'\\''")
         (fake / name).write_text(f"#!/bin/sh\nprintf '%s\\n' '{quoted}'\n", encoding="utf-8")
     for tool in fake.iterdir():
@@ -257,8 +273,10 @@ def _engine_env(case: Case, env: dict[str, str]) -> set[str]:
 def test_static_evaluation_is_partial_or_what_bash_runs(path: Path, tmp_path: Path) -> None:
     case = load_case(path)
     result = evaluate(case)
-    run = run_bash(case, tmp_path)
-    diff = differences(case, result, run)
+    diff = []
+    for number, probes in enumerate(case.outcomes()):
+        run = run_bash(case, tmp_path / str(number), probes)
+        diff += [f"{probes}: {d}" if probes else d for d in differences(case, result, run)]
     if not result.partial:
         assert diff == [], f"complete and different: {diff}"
     if case.expect == "complete":
