@@ -167,8 +167,10 @@ class SimulatedAcceptance(BaseModel):
 
 
 def _is_kernel(key: str) -> bool:
+    """Whether ``key`` picks a kernel: it names a backend or kernel, or turns one on
+    (``attention_config.use_trtllm_attention`` selects TensorRT-LLM's attention)."""
     leaf = key.rsplit(".", 1)[-1].lower()
-    return "backend" in leaf or "kernel" in leaf
+    return "backend" in leaf or "kernel" in leaf or "trtllm" in leaf
 
 
 def _path(place: FlagPlace) -> str:

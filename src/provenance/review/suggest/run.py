@@ -29,7 +29,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -46,7 +46,7 @@ from provenance.audit.pipeline import (
 from provenance.audit.verdicts import AuditReport, VerdictEntry
 from provenance.errors import ProvenanceError
 from provenance.model.reasons import ReasonCode, VerdictKind
-from provenance.model.scope import Scope, checkpoint_key, deployment_kind
+from provenance.model.scope import EVIDENCE_ROLE, deployment_kind
 from provenance.normalise.policy import load_policy
 from provenance.recipes.enumerate.hardware import HardwareView, hardware_view
 from provenance.recipes.load.loader import Recipe, RecipesRoot, load_recipe, load_recipes_root
@@ -182,7 +182,7 @@ def run_suggest(
         )
         say("re-auditing the edits that scope flags to the hardware evidence backs")
         scoped, inexpressible, tried_scope = _scope(
-            baseline, recipe, root, loaded.graph, places, hardware_of, text, prover
+            baseline, recipe, root, places, hardware_of, text, prover
         )
         kept = _unsuperseded([*proven, *scoped])
         say("combining the proven edits and re-auditing the combination")
@@ -363,33 +363,87 @@ def _reach(
     return proven, len(seen)
 
 
-def _backed_hardware(
-    graph: EvidenceIndex, model_id: str, hardware: Iterable[str], key: str, value: str
-) -> list[str]:
-    """The hardware where an evidence point of this checkpoint sets ``key=value`` in a role."""
-    backed = []
-    for hw in hardware:
-        scope = Scope(checkpoint_key(model_id), hw.lower(), "single_node")
-        for record in graph.same_checkpoint_hardware(scope, model_id):
-            if any(flags.get(key) == value for flags in record.major.values()):
-                backed.append(hw)
-                break
-    return backed
+#: A strategy's standing on one hardware for a flag: its own in-scope evidence sets the
+#: flag (True), has in-scope evidence none of which sets it (False), has none (None).
+Standing = bool | None
+
+
+def _cell_backing(
+    baseline: AuditReport,
+    variant: str,
+    key: str,
+    value: str,
+    others: Sequence[FlagPlace],
+    view: Callable[[str], HardwareView],
+    cells: Callable[[VerdictEntry], list[Cell]] = cells_of,
+) -> dict[str, dict[str, Standing]]:
+    """hardware -> strategy -> :data:`Standing` of ``key=value``, read from the
+    baseline audit's flag provenance: the evidence of each combination's own scope
+    (checkpoint, hardware, deployment kind) in the role that runs the flag. Only the
+    combinations of ``variant`` that take the flag from the variant's list alone count:
+    one another recipe layer (``others``) also gives it to is left out, since moving
+    the variant's flag changes nothing there (the pd_cluster override writes the FP8
+    indexer for Blackwell)."""
+    found: dict[str, dict[str, Standing]] = {}
+    for entry in baseline.verdicts:
+        roles = [
+            (EVIDENCE_ROLE.get(role.role, role.role), bool(flag.evidence))
+            for role in entry.roles
+            for flag in role.flags
+            if flag.key == key and flag.value == value
+        ]
+        if not roles:
+            continue
+        evidenced = not any(r.code is ReasonCode.NO_EVIDENCE for r in entry.reasons)
+        for cell in cells(entry):
+            if cell.variant != variant:
+                continue
+            hw = view(cell.hardware)
+            for role, backed in roles:
+                if any(applies(other, cell, role, hw) for other in others):
+                    continue
+                here: Standing = True if backed else (False if evidenced else None)
+                strategies = found.setdefault(cell.hardware, {})
+                held = strategies.get(cell.strategy)
+                if cell.strategy not in strategies or held is None or here is True:
+                    strategies[cell.strategy] = here
+    return found
 
 
 def _scope(
     baseline: AuditReport,
     recipe: Recipe,
     root: RecipesRoot,
-    graph: EvidenceIndex,
     places: Mapping[str, list[FlagPlace]],
     hardware_of: Mapping[str, list[str]],
     text: str,
     prover: Prover,
 ) -> tuple[list[_Proven], list[Inexpressible], int]:
+    """Scope each flag a variant writes for all its hardware to the hardware where the
+    evidence of some combination's own scope sets it (:func:`_cell_backing`), each
+    spelling of that scope proven in turn (the generation block, then exact ids), the
+    first proven kept. Where a kept hardware has strategies whose evidence does not set
+    the flag, no layer can follow: said when the scope edit is proposed, or, without
+    one, when some strategy's evidence runs without the flag."""
     proven: list[_Proven] = []
     inexpressible: list[Inexpressible] = []
     tried = 0
+    views: dict[str, HardwareView] = {}
+
+    cells: dict[int, list[Cell]] = {}
+
+    def view(hardware: str) -> HardwareView:
+        found = views.get(hardware)
+        if found is None:
+            found = views[hardware] = hardware_view(root.taxonomy, hardware)
+        return found
+
+    def cells_once(entry: VerdictEntry) -> list[Cell]:
+        found = cells.get(id(entry))
+        if found is None:
+            found = cells[id(entry)] = cells_of(entry)
+        return found
+
     for key, found in places.items():
         for place in found:
             container = place.container
@@ -401,10 +455,41 @@ def _scope(
             hws = hardware_of.get(variant, [])
             if len(hws) < 2 or place.value is None:
                 continue
-            model_id = model_id_of(recipe, variant)
-            backed = _backed_hardware(graph, model_id, hws, key, place.value)
-            unbacked = [h for h in hws if h not in backed]
-            if not unbacked:
+            others = [other for other in found if other is not place]
+            backing = _cell_backing(baseline, variant, key, place.value, others, view, cells_once)
+            if not backing:
+                continue  # no combination takes it from this list alone (or not major)
+            backed = [hw for hw in hws if any(backing.get(hw, {}).values())]
+            unbacked = [hw for hw in hws if hw not in backed]
+            split = {hw: backing[hw] for hw in backed if not all(backing[hw].values())}
+            scoped = None
+            edits = _scoping_edits(place, variant, section, backed, hws, root) if unbacked else []
+            for edit in edits:
+                tried += 1
+                proof = _prove(edit, text, prover)
+                if proof is None or not proof.clean:
+                    continue
+                if not (proof.better or proof.gained or proof.scoped):
+                    continue
+                where = ", ".join(backed) if backed else "nowhere"
+                scoped = _Proven(
+                    kind="scope",
+                    edit=edit,
+                    proof=proof,
+                    group=f"{variant} · {key}={place.value}",
+                    title=f"scope {key}={place.value} to where evidence sets it ({where})",
+                )
+                proven.append(scoped)
+                break  # the same scope in another spelling adds nothing
+            contradicted = any(
+                standing is False
+                for strategies in split.values()
+                for standing in strategies.values()
+            )
+            if split and (scoped is not None or contradicted):
+                dropped = unbacked if scoped is not None else []
+                inexpressible.append(_strategy_split(variant, key, place.value, split, dropped))
+            elif not unbacked:
                 why = _split_within_hardware(baseline, recipe, variant, key)
                 if why:
                     inexpressible.append(
@@ -417,23 +502,61 @@ def _scope(
                             why=why,
                         )
                     )
-                continue
-            for edit in _scoping_edits(place, variant, section, backed, hws, root):
-                tried += 1
-                proof = _prove(edit, text, prover)
-                if proof is None or not (proof.better or proof.gained):
-                    continue
-                where = ", ".join(backed) if backed else "nowhere"
-                proven.append(
-                    _Proven(
-                        kind="scope",
-                        edit=edit,
-                        proof=proof,
-                        group=f"{variant} · {key}={place.value}",
-                        title=f"scope {key}={place.value} to where evidence sets it ({where})",
-                    )
-                )
     return proven, inexpressible, tried
+
+
+def _strategy_split(
+    variant: str,
+    key: str,
+    value: str,
+    split: Mapping[str, Mapping[str, Standing]],
+    dropped: Sequence[str],
+) -> Inexpressible:
+    """The part of a scoping no layer can express: on each hardware of ``split`` the
+    evidence of some strategies sets the flag and that of others does not (or there is
+    none)."""
+    #: (strategies that set it, that run without it, that have no evidence) -> hardware
+    alike: dict[tuple[tuple[str, ...], ...], list[str]] = {}
+    for hw, strategies in split.items():
+        sides = tuple(
+            tuple(sorted(s for s, standing in strategies.items() if standing is side))
+            for side in (True, False, None)
+        )
+        alike.setdefault(sides, []).append(hw)
+    parts = []
+    for (sets, lacks, none), hws in alike.items():
+        part = f"on {_listed(hws)} the evidence of {_listed(sets)} sets it"
+        if lacks:
+            part += f", that of {_listed(lacks)} runs without it"
+        if none:
+            part += f", {_listed(none)} {'has' if len(none) == 1 else 'have'} no evidence"
+        parts.append(part)
+    kept = _listed(list(split))
+    outcome = (
+        f"the scope edit drops it from {_listed(dropped)} and keeps it for every strategy of {kept}"
+        if dropped
+        else f"it stays for every strategy of {kept}"
+    )
+    return Inexpressible(
+        variant=variant,
+        flag=key,
+        value=value,
+        backed=tuple(
+            f"{hw} · {s}" for hw, strategies in split.items() for s, b in strategies.items() if b
+        ),
+        unbacked=tuple(
+            f"{hw} · {s}"
+            for hw, strategies in split.items()
+            for s, b in strategies.items()
+            if not b
+        ),
+        why=(
+            "; ".join(parts) + ". A variant's hardware override reaches every strategy of its "
+            "hardware (recipes-builder-spec §3.2 step 2b), while strategy_overrides apply to "
+            "every variant and can only add args (steps 4-7): no layer gives this variant's "
+            f"flag to some strategies of one hardware alone, so {outcome}"
+        ),
+    )
 
 
 def _scoping_edits(
@@ -529,12 +652,12 @@ def _combine(
     again after each addition (:func:`merge_edits`: two edits moving the same flag are
     merged, each value scoped to its hardware). An edit is kept when the combination stays
     clean, keeps every combination the edits before it made recommended, and gains more
-    (or brings more closer); one that would make the combination worse or cancel an
-    earlier edit's gain is left out, with the indices (into the chosen list) of the
-    edits it conflicts with."""
+    (or brings more closer, or scopes a flag away from more combinations); one that
+    would make the combination worse or cancel an earlier edit's gain is left out, with
+    the indices (into the chosen list) of the edits it conflicts with."""
     ranked = sorted(
         (i for i in items if i.proof.clean),
-        key=lambda i: (-i.proof.gained, -i.proof.better, i.edit.size),
+        key=lambda i: (-i.proof.gained, -i.proof.better, -_scoped(i.proof), i.edit.size),
     )
     chosen: list[_Proven] = []
     conflicts: list[tuple[_Proven, tuple[int, ...]]] = []
@@ -551,8 +674,10 @@ def _combine(
         before = combined.proof
         cancelled = _cancelled(before, proof)
         if proof is not None and proof.clean and not cancelled:
-            if proof.gained > before.gained or (
-                proof.gained == before.gained and proof.better > before.better
+            if (proof.gained, proof.better, _scoped(proof)) > (
+                before.gained,
+                before.better,
+                _scoped(before),
             ):
                 chosen.append(item)
                 combined = _Proven(
@@ -565,6 +690,11 @@ def _combine(
             continue  # adds nothing the others do not already do
         conflicts.append((item, _conflicting(item, chosen, cancelled)))
     return chosen, conflicts, combined
+
+
+def _scoped(proof: Proof) -> int:
+    """The combinations a proof's scoping drops reach (summed over the flags dropped)."""
+    return sum(flag.combinations for flag in proof.scoped)
 
 
 def _cancelled(before: Proof, after: Proof | None) -> set[tuple[str, str, str]]:
