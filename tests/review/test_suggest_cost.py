@@ -287,53 +287,72 @@ def test_measured_cost_is_what_a_real_audit_of_the_edit_shows(
 INDEXER = "attention_config.indexer_kv_dtype"
 
 
-def test_the_fp8_indexer_is_scoped_to_blackwell_and_proposed(report: SuggestReport) -> None:
-    """The review of recipes #682, made mechanical: the MXFP8 variant writes the FP8
-    indexer cache for every hardware, InferenceX ran it only on Blackwell. The edit
-    moving it into the variant's ``blackwell`` block drops it only where no in-scope
-    evidence runs it: scoping, no cost, so it is the proposed edit."""
-    free = [s for s in report.suggestions if s.proof.free]
-    proposal = report.combined or (free[0] if free else None)
-    assert proposal is not None
-    assert proposal.ops == (
-        RemoveFlag(path=("variants", "mxfp8", "extra_args"), flag=f"--{INDEXER}"),
-        AddFlag(
-            path=("variants", "mxfp8", "hardware_overrides", "blackwell", "extra_args"),
-            tokens=(f"--{INDEXER}", "fp8"),
-        ),
-    )
-    assert proposal.proof.free and proposal.proof.better > 0
-    (scoped,) = proposal.proof.scoped
-    assert (scoped.flag, scoped.value, scoped.written_at) == (
-        INDEXER,
-        "fp8",
-        "variants.mxfp8.extra_args",
-    )
-    assert scoped.combinations > 0
+def _hardware_blocks(ops: tuple[object, ...], variant: str) -> set[str]:
+    """The hardware blocks of ``variant`` the FP8 indexer is written into."""
+    return {
+        op.path[3]
+        for op in ops
+        if isinstance(op, AddFlag)
+        and op.path[:3] == ("variants", variant, "hardware_overrides")
+        and op.tokens[0] == f"--{INDEXER}"
+    }
+
+
+def test_the_fp8_indexer_is_scoped_where_evidence_sets_it_and_proposed(
+    report: SuggestReport,
+) -> None:
+    """The review of recipes #682, made mechanical: both quantised variants write the
+    FP8 indexer cache for every hardware; InferenceX ran it single-node on B200/B300,
+    and, for NVFP4, multi-node on GB200. Each variant's flag moves into the blocks of
+    the hardware whose combinations' own evidence sets it: GB300 NVFP4's disaggregated
+    runs back nothing but the pd_cluster combinations (which the pd_cluster override
+    gives the flag anyway), so NVFP4 GB300 single- and multi-node lose it. Scoping, no
+    cost: both are the proposed edit."""
+    proposal = report.combined
+    assert proposal is not None and proposal.proof.free and proposal.proof.better > 0
+    for variant in ("mxfp8", "nvfp4"):
+        drop = RemoveFlag(path=("variants", variant, "extra_args"), flag=f"--{INDEXER}")
+        assert drop in proposal.ops
+        (alone,) = [s for s in report.suggestions if s.kind == "scope" and drop in s.ops]
+        assert alone.proof.free and alone.proof.lost == 0 and alone.proof.worse == 0
+    assert _hardware_blocks(proposal.ops, "mxfp8") == {"b200", "b300"}
+    assert _hardware_blocks(proposal.ops, "nvfp4") == {"b200", "gb200", "b300"}
+    scoped = {(s.flag, s.value, s.written_at): s.combinations for s in proposal.proof.scoped}
+    for variant in ("mxfp8", "nvfp4"):
+        assert scoped[(INDEXER, "fp8", f"variants.{variant}.extra_args")] > 0
     assert _text(report, "diff") == proposal.diff
     text = _text(report, "text")
-    assert f"the edit ({proposal.id}; apply with `git apply`" in text
-    assert "scoping, no cost: drops attention_config.indexer_kv_dtype=fp8 from" in text
+    assert "the edit (all free suggestions together; apply with `git apply`" in text
+    for variant in ("mxfp8", "nvfp4"):
+        assert (
+            f"that inherit it from variants.{variant}.extra_args and that no in-scope "
+            "evidence runs it for"
+        ) in text
     assert "scoping, no cost" in _text(report, "markdown")
+    # what a variant's hardware block cannot follow is said
+    (gap,) = [g for g in report.inexpressible if g.variant == "nvfp4" and g.flag == INDEXER]
+    assert "b200 · single_node_tp" in gap.backed and "b200 · multi_node_tp" in gap.unbacked
+    assert "the scope edit drops it from gb300" in gap.why
     # nothing dropped as scoping is a kernel choice, in any suggestion
-    assert all(s.flag != DECODE for item in report.suggestions for s in item.proof.scoped)
+    kernels = {DECODE, "attention_config.backend", "attention_config.use_trtllm_attention"}
+    assert not any(s.flag in kernels for item in report.suggestions for s in item.proof.scoped)
 
 
 def test_scoping_drops_only_what_no_evidence_backs(report: SuggestReport, tmp_path: Path) -> None:
     """Proven by re-audit: applied for real, the proposed edit takes the FP8 indexer from
     exactly the combinations the proof counted, each of which had no in-scope evidence
-    for it, and from no Blackwell combination."""
+    for it, and from no combination whose evidence sets it."""
     import shutil
 
     from provenance.review.suggest.edits import apply_edit
 
-    free = [s for s in report.suggestions if s.proof.free]
-    proposal = report.combined or free[0]
-    (scoped,) = proposal.proof.scoped
+    proposal = report.combined
+    assert proposal is not None
+    scoped = {s.written_at: s.combinations for s in proposal.proof.scoped if s.flag == INDEXER}
     root = tmp_path / "recipes"
     shutil.copytree(REPO / "recipes", root)
     model = root / "models" / "MiniMaxAI" / "MiniMax-M3.yaml"
-    filters = AuditFilters(variants=("mxfp8",))
+    filters = AuditFilters(variants=("mxfp8", "nvfp4"))
 
     def indexer() -> dict[tuple[object, ...], bool | None]:
         """Per combination: None without the flag, else whether evidence sets it."""
@@ -351,7 +370,7 @@ def test_scoping_drops_only_what_no_evidence_backs(report: SuggestReport, tmp_pa
                 for choice in s.features:
                     modes = tuple(sorted(choice.feature_modes.items(), key=str))
                     for pool in pools:
-                        head = (s.hardware, s.strategy, s.node_count, s.kv_offload)
+                        head = (s.variant, s.hardware, s.strategy, s.node_count, s.kv_offload)
                         found[(*head, s.kv_instances, choice.features, modes, *pool)] = state
         return found
 
@@ -362,7 +381,10 @@ def test_scoping_drops_only_what_no_evidence_backs(report: SuggestReport, tmp_pa
     dropped = [k for k in before if before[k] is not None and after[k] is None]
     assert dropped and all(before[k] is False for k in dropped)
     assert not any(after[k] is not None and before[k] is None for k in before)
-    blackwell = {"b200", "b300", "gb200", "gb300"}
-    assert not any(k[0] in blackwell for k in dropped)
-    assert any(before[k] for k in before if k[0] in blackwell)
-    assert len(dropped) == scoped.combinations
+    # kept wherever evidence set it, with that evidence
+    assert all(after[k] is True for k in before if before[k] is True)
+    assert Counter(f"variants.{k[0]}.extra_args" for k in dropped) == scoped
+    # NVFP4: dropped exactly from GB300 single- and multi-node
+    nvfp4 = {(k[1], k[2]) for k in dropped if k[0] == "nvfp4"}
+    assert {hw for hw, _ in nvfp4} == {"gb300"}
+    assert all(strategy != "pd_cluster" for _, strategy in nvfp4)
