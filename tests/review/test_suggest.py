@@ -291,41 +291,48 @@ def test_suggest_on_embedded_minimax_makes_some_recommended(embedded_report: Sug
 
 
 def test_applied_diff_re_audits_as_proven(embedded_report: SuggestReport, tmp_path: Path) -> None:
-    """The printed diff, applied with `git apply`, gives the audit its proof promised:
-    some combinations recommended, none losing its recommendation or moving away from
-    evidence the recipe could render."""
-    import io
-
+    """The printed diffs, applied with `git apply`, give the audit what their proofs
+    promised: the proposal (free edits only: the two FP8 indexer scopes) exactly the
+    combinations it brings closer, and the first clean edit that reaches evidence some
+    combinations recommended; none loses its recommendation or moves away from evidence
+    the recipe could render."""
     from provenance.audit.pipeline import EvidenceCache, default_inputs, recipe_model_ids
     from provenance.recipes.load.loader import load_recipe, load_recipes_root
 
-    applied = _applied(embedded_report)
-    out = io.StringIO(applied.diff)
-    root = _repo(tmp_path)
-    resolved = default_inputs(AuditInputs(recipes=(MODEL,), recipes_root=root))
-    recipes = load_recipes_root(root)
-    model_ids = recipe_model_ids([load_recipe(recipes, "MiniMaxAI/MiniMax-M3")])
-    graph = EvidenceCache().load(resolved.ledger, resolved.evidence, model_ids).graph
-    profiles = recipes.taxonomy.hardware_profiles or {}
-    gpus = {hw: p.gpu_count for hw, p in profiles.items() if p is not None and p.gpu_count}
-    reachable = reachable_points(graph, gpus)
-    before = outcomes(_audit(root), reachable)  # type: ignore[arg-type]
-    (tmp_path / "fix.patch").write_text(out.getvalue(), encoding="utf-8")
-    _git(root, "apply", str(tmp_path / "fix.patch"))
-    after = outcomes(_audit(root), reachable)  # type: ignore[arg-type]
-    assert before.keys() == after.keys()
-    gained = [k for k in after if after[k].recommended and not before[k].recommended]
-    lost = [k for k in after if before[k].recommended and not after[k].recommended]
-    worse = [
-        k
-        for k in after
-        if not after[k].recommended
-        and before[k].distance is not None
-        and after[k].distance is not None
-        and after[k].distance > before[k].distance  # type: ignore[operator]
-    ]
-    assert len(gained) == applied.proof.gained > 0
-    assert not lost and not worse
+    reach = next(
+        s
+        for s in embedded_report.suggestions
+        if s.kind == "reach" and s.proof.clean and s.proof.gained
+    )
+    proposal = embedded_report.combined
+    assert proposal is not None and proposal.proof.free
+    for at, applied in enumerate((proposal, reach)):
+        root = _repo(tmp_path / str(at))
+        resolved = default_inputs(AuditInputs(recipes=(MODEL,), recipes_root=root))
+        recipes = load_recipes_root(root)
+        model_ids = recipe_model_ids([load_recipe(recipes, "MiniMaxAI/MiniMax-M3")])
+        graph = EvidenceCache().load(resolved.ledger, resolved.evidence, model_ids).graph
+        profiles = recipes.taxonomy.hardware_profiles or {}
+        gpus = {hw: p.gpu_count for hw, p in profiles.items() if p is not None and p.gpu_count}
+        reachable = reachable_points(graph, gpus)
+        before = outcomes(_audit(root), reachable)  # type: ignore[arg-type]
+        (tmp_path / f"fix{at}.patch").write_text(applied.diff, encoding="utf-8")
+        _git(root, "apply", str(tmp_path / f"fix{at}.patch"))
+        after = outcomes(_audit(root), reachable)  # type: ignore[arg-type]
+        assert before.keys() == after.keys()
+        gained = [k for k in after if after[k].recommended and not before[k].recommended]
+        lost = [k for k in after if before[k].recommended and not after[k].recommended]
+        moved = [
+            (k, before[k].distance, after[k].distance)
+            for k in after
+            if not after[k].recommended and not before[k].recommended
+        ]
+        worse = [k for k, old, new in moved if old is not None and new is not None and new > old]
+        closer = [k for k, old, new in moved if old is not None and new is not None and new < old]
+        assert len(gained) == applied.proof.gained
+        assert len(closer) == applied.proof.better
+        assert not lost and not worse
+    assert reach.proof.gained > 0 and proposal.proof.better > 0
 
 
 def test_text_json_markdown(embedded_report: SuggestReport) -> None:

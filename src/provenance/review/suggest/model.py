@@ -62,6 +62,9 @@ class Inexpressible(BaseModel):
     variant: str
     flag: str
     value: str
+    #: where the evidence sets the flag and where it does not: ``hardware · strategy``
+    #: cells when it splits by strategy within a hardware (``unbacked`` then names the
+    #: strategies the flag is kept for without evidence), else hardware ids
     backed: tuple[str, ...]
     unbacked: tuple[str, ...]
     why: str

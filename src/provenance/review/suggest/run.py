@@ -5,10 +5,14 @@
    whose shape the schema can express, build the edit that gives the group the point's
    flags (:mod:`.search`).
 3. *Scope*: for each flag a variant writes for all its hardware, find the hardware
-   where in-scope evidence sets it; where that is a strict subset, build the edit that
-   moves the flag there (exact-id overrides, or the generation block when it covers
-   exactly those). Where the evidence splits *within* a hardware (by feature or
-   strategy), no layer of the schema can follow it: say so (:class:`Inexpressible`).
+   where the evidence of some combination's own scope (hardware × deployment kind ×
+   role: the baseline audit's flag provenance) sets it, leaving out combinations
+   another recipe layer gives the flag to; where that is a strict subset, build the
+   edit that moves the flag there (the generation block when it covers exactly
+   those, else exact-id overrides; the first spelling proven is kept). A clean edit
+   that only drops the flag where no evidence sets it is kept. Where the evidence
+   splits *within* a kept hardware (by strategy, or, by the nearest evidence, by
+   feature), no layer of the schema can follow it: say so (:class:`Inexpressible`).
 4. Prove every candidate (:mod:`.proof`): apply it to a copy, re-render, re-audit,
    compare combination by combination. Only edits that render and help are kept. The
    proof also measures what each edit takes from combinations that did not ask for it
