@@ -14,6 +14,7 @@ from recipes_repo import REPO_ROOT
 from provenance.audit.verdicts import Claim, Reason
 from provenance.cli.main import cli
 from provenance.model.reasons import ReasonCode
+from provenance.report.json_report import read_pr
 from provenance.report.pr_html import HtmlGate, gate_section
 from provenance.review.diff import DiffReport
 
@@ -69,7 +70,7 @@ def test_pr682_page_shows_gate_fail_and_the_4_regressions_first(tmp_path: Path) 
     runner = CliRunner()
     page = runner.invoke(cli, [*args, "--format", "html"])
     assert page.exit_code == 1
-    diff = DiffReport.model_validate_json(runner.invoke(cli, [*args, "--format", "json"]).stdout)
+    diff = read_pr(runner.invoke(cli, [*args, "--format", "json"]).stdout)
     gate = _parse(page.stdout)
     text = " ".join(gate.text)
     assert text.lstrip().startswith("gate: FAIL — 4 regressed, 1 new unbacked claim(s)")

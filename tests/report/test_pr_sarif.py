@@ -15,8 +15,8 @@ from recipes_history import HISTORY, MODEL, replay_pr682
 from recipes_repo import REPO_ROOT, keep, pr_repo
 
 from provenance.cli.main import cli
+from provenance.report.json_report import read_pr
 from provenance.report.sarif import changed_lines
-from provenance.review.diff import DiffReport
 
 LEDGER, EVIDENCE = REPO_ROOT / "ledger", REPO_ROOT / "evidence"
 HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(?P<start>\d+)(?:,(?P<count>\d+))? @@")
@@ -71,7 +71,7 @@ def test_pr682_sarif_has_only_introduced_results_on_changed_lines(tmp_path: Path
     code, text = _audit(work, base, head, "sarif")
     assert code == 1
     results = _results(text)
-    diff = DiffReport.model_validate_json(_audit(work, base, head, "json")[1])
+    diff = read_pr(_audit(work, base, head, "json")[1])
     written = _written_lines(_show(work, base), _show(work, head))
     assert written and changed_lines(_show(work, base), _show(work, head)) == written
     assert results

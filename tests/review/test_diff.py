@@ -320,19 +320,24 @@ def test_text_lists_cut_rows_with_a_count_and_the_command() -> None:
 
 
 def test_json_reads_back_and_matches_the_published_schema() -> None:
+    import io
     import json
 
     import jsonschema
 
+    from provenance.report.diff import write_json
+    from provenance.report.json_report import read_pr
     from provenance.schemas import generate
 
     base = report(_pd_entry("h200", GUIDE, TP8), entry(sel("nvfp4", "b200"), REC, TP8))
     head = report(_pd_entry("h200", GUIDE, TP8 | INDEXER_UNBACKED))
     diff = diff_reports(base, head, base_label="a", head_label="b")
-    text = diff.model_dump_json(by_alias=True)
-    assert DiffReport.model_validate_json(text) == diff
+    out = io.StringIO()
+    write_json(diff, out)
+    text = out.getvalue()
+    assert read_pr(text) == diff
     document = json.loads(text)
-    assert document["schema"] == "provenance.diff/v3"
+    assert document["schema"] == "provenance.diff/v4"
     jsonschema.validate(document, generate("diff"))
 
 

@@ -20,7 +20,7 @@ from provenance.errors import InputError
 from provenance.model.combination import Selection
 from provenance.model.reasons import ReasonCode
 from provenance.report.diff import verdict_line
-from provenance.review.diff import DiffReport
+from provenance.report.json_report import read_pr
 from provenance.review.pr_audit import PrAuditRequest, run_pr_audit
 
 HISTORY = REPO_ROOT.parent / "shared" / "corpus" / "recipes-history" / "MiniMax-M3"
@@ -286,7 +286,7 @@ def test_history_replay_pr581_changes_only_unbenchmarked_or_backed_cells_and_pas
     ]  # fmt: skip
     result = CliRunner().invoke(cli, [*args, "--format", "json"])
     assert result.exit_code == 0, result.output
-    diff = DiffReport.model_validate_json(result.stdout)
+    diff = read_pr(result.stdout)
     assert diff.gate.passed and diff.gate.blocking == 0
     assert 0 < diff.gate.unbenchmarked < diff.summary.flags_changed
     for group in diff.changes:
@@ -338,7 +338,7 @@ def test_cli_pr_audit_gate_exit_codes_and_formats(tmp_path: Path) -> None:
     assert "`attention_config.indexer_kv_dtype=fp8`" in result.output
     result = runner.invoke(cli, [*common, "--hardware", "b200,h200", "--format", "json"])
     assert result.exit_code == 1
-    assert '"schema":"provenance.diff/v3"' in result.output.replace(" ", "")
+    assert '"schema":"provenance.diff/v4"' in result.output.replace(" ", "")
     # On B200 the flag is benchmarked where anything is: the rest nobody benchmarked.
     result = runner.invoke(cli, [*common, "--hardware", "b200", "--format", "text"])
     assert result.exit_code == 0, result.output

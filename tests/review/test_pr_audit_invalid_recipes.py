@@ -16,7 +16,7 @@ from recipes_repo import commit_all, work_tree
 from recipes_support import FIXTURE_ROOT
 
 from provenance.cli.main import cli
-from provenance.review.diff import DiffReport
+from provenance.report.json_report import read_pr
 
 GOOD, BROKEN = "models/Toy/Toy-1.yaml", "models/Toy/Toy-2.yaml"
 #: the unknown key that breaks a recipe; its escape sequence must not reach any output raw
@@ -82,7 +82,7 @@ def test_head_breaking_one_recipe_blocks_reports_it_and_diffs_the_other(
     code, out, err = _pr_audit(repo, base, head, "--format", "json", "--output", str(output))
     assert code == 3, err
     assert out == ""
-    diff = DiffReport.model_validate_json(output.read_text(encoding="utf-8"))
+    diff = read_pr(output.read_text(encoding="utf-8"))
     assert [(e.path, e.line, e.key_path, e.message) for e in diff.errors] == [
         (f"{head[:12]}:{BROKEN}", line, BAD_KEY, "unknown key")
     ]
@@ -135,7 +135,7 @@ def test_head_fixing_a_broken_recipe_is_a_notice_and_its_combinations_are_new(
     _change_good(work_tree(repo))
     head = commit_all(repo, "head: fix Toy-2, change Toy-1")
     code, out, err = _pr_audit(repo, base, head, "--format", "json")
-    diff = DiffReport.model_validate_json(out)
+    diff = read_pr(out)
     assert diff.errors == () and diff.gate.invalid == 0
     # Toy-2 counts as added: its verified claims (no evidence backs any) are new, but
     # InferenceX never ran a Toy model: outside its coverage, reported, not blocking

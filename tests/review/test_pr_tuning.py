@@ -19,7 +19,7 @@ from provenance.model.flags import FlagSet
 from provenance.recipes.enumerate.selections import enumerate_selections
 from provenance.recipes.load.loader import load_recipe, load_recipes_root
 from provenance.recipes.render.synthesis import render
-from provenance.review.diff import DiffReport
+from provenance.report.json_report import read_pr
 from provenance.review.pr_audit import PrAuditRequest, run_pr_audit
 from provenance.review.tuning import recipe_pairs, tuning_changes
 
@@ -108,7 +108,7 @@ def test_a_pr_changing_only_a_tuning_flag_passes_and_is_counted(tmp_path: Path) 
     ]  # fmt: skip
     result = CliRunner().invoke(cli, [*args, "--format", "json"])
     assert result.exit_code == 0, result.output
-    diff = DiffReport.model_validate_json(result.stdout)
+    diff = read_pr(result.stdout)
     assert diff.gate.passed and not diff.changes
     head_report = run_pr_audit(
         PrAuditRequest(
