@@ -14,8 +14,8 @@ from recipes_repo import REPO_ROOT
 from provenance.audit.verdicts import Claim, Reason
 from provenance.cli.main import cli
 from provenance.model.reasons import ReasonCode
-from provenance.report.json_report import read_pr
 from provenance.report.pr_html import HtmlGate, gate_section
+from provenance.report.pr_json import read_pr
 from provenance.review.diff import DiffReport
 
 LEDGER, EVIDENCE = REPO_ROOT / "ledger", REPO_ROOT / "evidence"

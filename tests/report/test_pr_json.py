@@ -33,7 +33,7 @@ from provenance.audit.verdicts import (
 from provenance.model.combination import PdPool
 from provenance.model.reasons import ReasonCode, VerdictKind
 from provenance.report.diff import write_json
-from provenance.report.json_report import read_pr
+from provenance.report.pr_json import read_pr
 from provenance.review.diff import (
     ChangeGroup,
     DiffReport,

@@ -15,7 +15,7 @@ from recipes_history import HISTORY, MODEL, replay_pr682
 from recipes_repo import REPO_ROOT, keep, pr_repo
 
 from provenance.cli.main import cli
-from provenance.report.json_report import read_pr
+from provenance.report.pr_json import read_pr
 from provenance.report.sarif import changed_lines
 
 LEDGER, EVIDENCE = REPO_ROOT / "ledger", REPO_ROOT / "evidence"

@@ -326,7 +326,7 @@ def test_json_reads_back_and_matches_the_published_schema() -> None:
     import jsonschema
 
     from provenance.report.diff import write_json
-    from provenance.report.json_report import read_pr
+    from provenance.report.pr_json import read_pr
     from provenance.schemas import generate
 
     base = report(_pd_entry("h200", GUIDE, TP8), entry(sel("nvfp4", "b200"), REC, TP8))

@@ -20,7 +20,7 @@ from provenance.errors import InputError
 from provenance.model.combination import Selection
 from provenance.model.reasons import ReasonCode
 from provenance.report.diff import verdict_line
-from provenance.report.json_report import read_pr
+from provenance.report.pr_json import read_pr
 from provenance.review.pr_audit import PrAuditRequest, run_pr_audit
 
 HISTORY = REPO_ROOT.parent / "shared" / "corpus" / "recipes-history" / "MiniMax-M3"

@@ -16,7 +16,7 @@ from recipes_repo import commit_all, work_tree
 from recipes_support import FIXTURE_ROOT
 
 from provenance.cli.main import cli
-from provenance.report.json_report import read_pr
+from provenance.report.pr_json import read_pr
 
 GOOD, BROKEN = "models/Toy/Toy-1.yaml", "models/Toy/Toy-2.yaml"
 #: the unknown key that breaks a recipe; its escape sequence must not reach any output raw

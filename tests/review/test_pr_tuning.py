@@ -19,7 +19,7 @@ from provenance.model.flags import FlagSet
 from provenance.recipes.enumerate.selections import enumerate_selections
 from provenance.recipes.load.loader import load_recipe, load_recipes_root
 from provenance.recipes.render.synthesis import render
-from provenance.report.json_report import read_pr
+from provenance.report.pr_json import read_pr
 from provenance.review.pr_audit import PrAuditRequest, run_pr_audit
 from provenance.review.tuning import recipe_pairs, tuning_changes
 

@@ -1,5 +1,5 @@
 """Writers for the diff-aware audit: text (terminal), markdown (PR comment / job summary), json
-(``provenance.diff/v4``, written by :mod:`provenance.report.json_report`).
+(``provenance.diff/v4``, written by :mod:`provenance.report.pr_json`).
 
 Both readable writers follow one order, the reviewer's (``docs/audit.md``, "The PR gate"):
 
@@ -35,7 +35,7 @@ from provenance.escaping import html_text, markdown_code, markdown_inline, termi
 from provenance.escaping import markdown_cell_code as cell_code
 from provenance.model.reasons import VerdictKind
 from provenance.report.grouping import reason_label
-from provenance.report.json_report import write_pr
+from provenance.report.pr_json import write_pr
 from provenance.review.diff import (
     BLOCK_ORDER,
     BlockReason,
@@ -481,7 +481,7 @@ def notice_sections(diff: DiffReport) -> list[tuple[str, list[str]]]:
 
 def write_json(diff: DiffReport, out: TextIO) -> None:
     """``provenance.diff/v4``: the diff with its shared parts written once, in tables
-    (:func:`provenance.report.json_report.write_pr`; read back with ``read_pr``)."""
+    (:func:`provenance.report.pr_json.write_pr`; read back with ``read_pr``)."""
     write_pr(diff, out)
 
 

@@ -28,7 +28,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "evidence-record": ("provenance.model.record", "EvidenceRecord"),
     "verify": ("provenance.store.verify", "VerifyReport"),
     "evidence-index": ("provenance.store.record_index", "RecordIndex"),
-    "diff": ("provenance.report.json_report", "PrDiffReport"),
+    "diff": ("provenance.report.pr_json", "PrDiffReport"),
     "suggest": ("provenance.review.suggest.model", "SuggestReport"),
 }
 
