@@ -71,12 +71,16 @@ GROUP_DEFAULTS: dict[str, Any] = {
 }
 
 
-def expand_set(tables: dict[str, Any], written: dict[str, Any]) -> dict[str, Any]:
-    """A v4 selection set as v3 wrote it: the shape's fields, the feature choices, pd."""
+def expand_set(tables: dict[str, Any], index: int) -> dict[str, Any]:
+    """``sets[index]`` as v3 wrote it: the shape's fields, the feature choices, pd."""
+    written = tables["sets"][index]
+    pd = written.get("pd")
+    if pd is not None:
+        pd = {side: [tables["pools"][i] for i in pd[side]] for side in ("prefill", "decode")}
     return {
         **tables["shapes"][written["shape"]],
         "features": [tables["features"][i] for i in written["features"]],
-        "pd": written.get("pd"),
+        "pd": pd,
     }
 
 

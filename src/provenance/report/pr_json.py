@@ -29,6 +29,7 @@ from provenance.audit.verdicts import (
     Reason,
     SelectionSet,
 )
+from provenance.model.combination import PdPool
 from provenance.model.reasons import VerdictKind
 from provenance.review.diff import (
     BlockReason,
@@ -71,18 +72,13 @@ class PrFlag(BaseModel):
     value: str
 
 
-class PrTables(BaseModel):
-    """What the change groups and the lens share, each part once; they name a part by
-    its index (from 0) in its table."""
+class PrPools(BaseModel):
+    """Every pairing of ``pools[i]`` for each ``prefill`` with each ``decode``."""
 
     model_config = _TABLE
 
-    shapes: tuple[PrShape, ...] = ()
-    features: tuple[FeatureChoice, ...] = ()
-    flags: tuple[PrFlag, ...] = ()
-    reasons: tuple[Reason, ...] = ()
-    nearest: tuple[NearestEvidence, ...] = ()
-    evidence: tuple[EvidenceRef, ...] = ()
+    prefill: tuple[Annotated[int, Field(ge=0)], ...]
+    decode: tuple[Annotated[int, Field(ge=0)], ...]
 
 
 class PrSelectionSet(BaseModel):
@@ -93,7 +89,23 @@ class PrSelectionSet(BaseModel):
 
     shape: int = Field(ge=0)
     features: tuple[Annotated[int, Field(ge=0)], ...]
-    pd: PdPools | None = None
+    pd: PrPools | None = None
+
+
+class PrTables(BaseModel):
+    """What the change groups and the lens share, each part once; they name a part by
+    its index (from 0) in its table."""
+
+    model_config = _TABLE
+
+    sets: tuple[PrSelectionSet, ...] = ()
+    shapes: tuple[PrShape, ...] = ()
+    features: tuple[FeatureChoice, ...] = ()
+    pools: tuple[PdPool, ...] = ()
+    flags: tuple[PrFlag, ...] = ()
+    reasons: tuple[Reason, ...] = ()
+    nearest: tuple[NearestEvidence, ...] = ()
+    evidence: tuple[EvidenceRef, ...] = ()
 
 
 class PrFlagChanges(BaseModel):
@@ -114,7 +126,7 @@ class PrChangeGroup(BaseModel):
 
     recipe: str
     combinations: int
-    selections: tuple[PrSelectionSet, ...]
+    selections: tuple[Annotated[int, Field(ge=0)], ...]
     kind: ChangeKind
     base_verdict: VerdictKind | None = None
     head_verdict: VerdictKind | None = None
@@ -140,7 +152,7 @@ class PrLensOccurrence(BaseModel):
     recipe: str
     verdict: VerdictKind
     combinations: int
-    selections: tuple[PrSelectionSet, ...]
+    selections: tuple[Annotated[int, Field(ge=0)], ...]
     roles: tuple[PrLensRole, ...]
 
 
@@ -216,7 +228,11 @@ class _PrEncoder:
     """Builds the v4 document of one diff, filling the tables as it goes."""
 
     def __init__(self) -> None:
+        self.sets: list[dict[str, Any]] = []
+        self._sets_by_id: dict[int, int] = {}
+        self._sets_by_key: dict[tuple[Any, ...], int] = {}
         self.shapes: dict[tuple[Any, ...], int] = {}
+        self.pools: dict[PdPool, int] = {}
         self.flags: dict[tuple[str, str, str], int] = {}
         self.features = _Interned(FeatureChoice)
         self.reasons = _Interned(Reason)
@@ -226,9 +242,12 @@ class _PrEncoder:
     def tables(self) -> dict[str, Any]:
         shapes = [dict(zip(_SHAPE_FIELDS, shape, strict=True)) for shape in self.shapes]
         flags = [{"role": r, "key": k, "value": v} for r, k, v in self.flags]
+        pools = [{"nodes": p.nodes, "parallelism": p.parallelism} for p in self.pools]
         return {
+            "sets": self.sets,
             "shapes": shapes,
             "features": self.features.rows,
+            "pools": pools,
             "flags": flags,
             "reasons": self.reasons.rows,
             "nearest": self.nearest.rows,
@@ -241,21 +260,42 @@ class _PrEncoder:
             found = self.flags[(role, key, value)] = len(self.flags)
         return found
 
-    def selection_sets(self, sets: Sequence[SelectionSet]) -> list[dict[str, Any]]:
-        out = []
-        for selection_set in sets:
-            head = _shape_key(selection_set)
-            shape = self.shapes.get(head)
-            if shape is None:
-                shape = self.shapes[head] = len(self.shapes)
-            written: dict[str, Any] = {
-                "shape": shape,
-                "features": [self.features(c) for c in selection_set.features],
-            }
-            if selection_set.pd is not None:
-                written["pd"] = _PD_ADAPTER.dump_python(selection_set.pd, mode="json")
-            out.append(written)
-        return out
+    def _pool(self, pool: PdPool) -> int:
+        found = self.pools.get(pool)
+        if found is None:
+            found = self.pools[pool] = len(self.pools)
+        return found
+
+    def _set(self, selection_set: SelectionSet) -> int:
+        """The index of the set in ``sets`` (a set held by a group and by the lens, or by
+        several lens entries, is written once)."""
+        head = _shape_key(selection_set)
+        shape = self.shapes.get(head)
+        if shape is None:
+            shape = self.shapes[head] = len(self.shapes)
+        features = [self.features(c) for c in selection_set.features]
+        pd = selection_set.pd
+        pools = None
+        if pd is not None:
+            pools = ([self._pool(p) for p in pd.prefill], [self._pool(p) for p in pd.decode])
+        key = (
+            shape,
+            tuple(features),
+            None if pools is None else (tuple(pools[0]), tuple(pools[1])),
+        )
+        found = self._sets_by_key.get(key)
+        if found is None:
+            written: dict[str, Any] = {"shape": shape, "features": features}
+            if pools is not None:
+                written["pd"] = {"prefill": pools[0], "decode": pools[1]}
+            found = self._sets_by_key[key] = len(self.sets)
+            self.sets.append(written)
+        self._sets_by_id[id(selection_set)] = found
+        return found
+
+    def selection_sets(self, sets: Sequence[SelectionSet]) -> list[int]:
+        by_id = self._sets_by_id.get
+        return [found if (found := by_id(id(s))) is not None else self._set(s) for s in sets]
 
     def change(self, group: ChangeGroup) -> dict[str, Any]:
         """The group's fields, each left out at its default (``blocking`` never: readers
@@ -323,7 +363,6 @@ def _present(fields: dict[str, Any], keep: str = "") -> dict[str, Any]:
 
 _SHAPE_FIELDS = tuple(PrShape.model_fields)
 _shape_key = attrgetter(*_SHAPE_FIELDS)
-_PD_ADAPTER = TypeAdapter(PdPools)
 
 
 def pr_document(diff: DiffReport) -> dict[str, Any]:
@@ -350,15 +389,25 @@ def write_pr(diff: DiffReport, out: TextIO) -> None:
     out.write("\n")
 
 
-def _sets(tables: PrTables, sets: Sequence[PrSelectionSet]) -> tuple[SelectionSet, ...]:
-    return tuple(
-        SelectionSet(
-            **tables.shapes[s.shape].model_dump(),
-            features=tuple(tables.features[i] for i in s.features),
-            pd=s.pd,
+def _sets(tables: PrTables, indexes: Sequence[int]) -> tuple[SelectionSet, ...]:
+    out = []
+    for i in indexes:
+        written = tables.sets[i]
+        pd = written.pd
+        pools = None
+        if pd is not None:
+            pools = PdPools(
+                prefill=tuple(tables.pools[p] for p in pd.prefill),
+                decode=tuple(tables.pools[p] for p in pd.decode),
+            )
+        out.append(
+            SelectionSet(
+                **tables.shapes[written.shape].model_dump(),
+                features=tuple(tables.features[f] for f in written.features),
+                pd=pools,
+            )
         )
-        for s in sets
-    )
+    return tuple(out)
 
 
 def _role_map(tables: PrTables, indexes: Sequence[int]) -> dict[str, dict[str, str]]:
