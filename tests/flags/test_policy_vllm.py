@@ -50,6 +50,9 @@ MAJOR, TUNING, HARNESS, FUNCTIONAL = (
         ("env:VLLM_RPC_TIMEOUT", HARNESS),
         ("env:VLLM_HTTP_TIMEOUT_KEEP_ALIVE", HARNESS),
         ("env:GPU_COUNT", HARNESS),
+        # the mi355x runner launcher exports its cache directory (a path, not a switch)
+        ("env:VLLM_CACHE_ROOT", HARNESS),
+        ("env:VLLM_LOGGING_LEVEL", HARNESS),
         # a group's class, and a field that overrides its group
         ("disable_hybrid_kv_cache_manager", TUNING),  # SchedulerConfig
         ("scheduler_cls", MAJOR),  # SchedulerConfig, field rule
