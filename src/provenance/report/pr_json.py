@@ -234,6 +234,7 @@ class _PrEncoder:
         self.shapes: dict[tuple[Any, ...], int] = {}
         self.pools: dict[PdPool, int] = {}
         self.flags: dict[tuple[str, str, str], int] = {}
+        self._flags_by_id: dict[int, dict[str, Any]] = {}
         self.features = _Interned(FeatureChoice)
         self.reasons = _Interned(Reason)
         self.nearest = _Interned(NearestEvidence)
@@ -297,10 +298,26 @@ class _PrEncoder:
         by_id = self._sets_by_id.get
         return [found if (found := by_id(id(s))) is not None else self._set(s) for s in sets]
 
+    def _flag_changes(self, flags: FlagChanges) -> dict[str, Any]:
+        """A group's flag changes as indexes (remembered by ``id``: groups share them)."""
+        flag = self._flag
+        found = self._flags_by_id[id(flags)] = _present(
+            {
+                "added": [flag(r, k, v) for r, m in flags.added.items() for k, v in m.items()],
+                "changed": [
+                    [flag(r, k, old), flag(r, k, new)]
+                    for r, m in flags.changed.items()
+                    for k, (old, new) in m.items()
+                ],
+                "removed": [flag(r, k, v) for r, m in flags.removed.items() for k, v in m.items()],
+            }
+        )
+        return found
+
     def change(self, group: ChangeGroup) -> dict[str, Any]:
         """The group's fields, each left out at its default (``blocking`` never: readers
         tell a blocking group by it)."""
-        flags, flag = group.flags, self._flag
+        flags = self._flags_by_id.get(id(group.flags)) or self._flag_changes(group.flags)
         written = {
             "recipe": group.recipe,
             "combinations": group.combinations,
@@ -308,19 +325,7 @@ class _PrEncoder:
             "kind": group.kind,
             "base_verdict": group.base_verdict,
             "head_verdict": group.head_verdict,
-            "flags": _present(
-                {
-                    "added": [flag(r, k, v) for r, m in flags.added.items() for k, v in m.items()],
-                    "changed": [
-                        [flag(r, k, old), flag(r, k, new)]
-                        for r, m in flags.changed.items()
-                        for k, (old, new) in m.items()
-                    ],
-                    "removed": [
-                        flag(r, k, v) for r, m in flags.removed.items() for k, v in m.items()
-                    ],
-                }
-            ),
+            "flags": flags,
             "blocking": group.blocking,
             "block_reason": group.block_reason,
             "unbenchmarked": group.unbenchmarked,
