@@ -9,7 +9,8 @@ Exit codes (see ``docs/cli.md``):
 ====  ==========================================================
 0     success
 1     the gate found guide-only combinations not covered by a declaration
-2     usage error (bad option, unknown selection)
+2     usage error (bad option, unknown selection, a RECIPE or an input directory that
+      does not exist: a ledger without its evidence directory)
 3     invalid input: a recipe, ledger, evidence file or script is malformed
 4     ledger or evidence integrity failure (hash mismatch, dangling reference,
       suspect evidence, a concurrent writer holds the lock)

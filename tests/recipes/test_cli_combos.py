@@ -81,7 +81,7 @@ def test_default_recipes_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     # Elsewhere the embedded recipes root (MiniMax-M3) is the default, as for audit.
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli, ["combos", "Toy/Toy-1"])
-    assert result.exit_code == 3
+    assert result.exit_code == EXIT_USAGE  # not in the embedded root: a hint, no path
     assert "Toy-1" in result.output
     result = CliRunner().invoke(
         cli,

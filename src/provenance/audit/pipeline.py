@@ -39,6 +39,7 @@ from provenance.audit.walks.selections import SelectionWalk
 from provenance.errors import InputError, IntegrityError, UsageError
 from provenance.model.combination import RenderResult, Selection
 from provenance.model.ledger import Declarations, LedgerEntry, LedgerIdentity
+from provenance.model.recipes_source import RecipesChoice
 from provenance.normalise.policy import Policy, default_policy, load_policy
 from provenance.recipes.enumerate.selections import EnumerationOptions
 from provenance.recipes.load.loader import Recipe, RecipesRoot
@@ -207,6 +208,9 @@ class ResolvedInputs(BaseModel):
 
     recipes: tuple[str, ...]
     recipes_root: Path
+    #: how ``recipes_root`` was chosen (``--recipes-root``, the recipes checkout at or
+    #: around the current directory, or the embedded one)
+    recipes_how: RecipesChoice = "--recipes-root"
     ledger: Path
     evidence: Path
     #: True when no RECIPE was named (every recipe of the root) or the caller asked
@@ -220,17 +224,25 @@ class ResolvedInputs(BaseModel):
 def default_inputs(inputs: AuditInputs) -> ResolvedInputs:
     """Fill in what the command line left out (the one place defaults are decided).
 
-    Recipes root: ``--recipes-root`` else the embedded one (``provenance.store.embedded``).
-    Ledger and evidence: ``provenance.store.paths.default_dirs()`` (embedded too).
-    With no RECIPE, every ``models/**/*.yaml`` of the recipes root is audited.
+    Recipes root: ``--recipes-root``, else the recipes checkout at or around the current
+    directory, else the embedded one (``provenance.store.embedded.default_recipes``); a
+    named RECIPE the embedded root lacks is a usage error. Ledger and evidence:
+    ``provenance.store.paths.default_dirs()`` (embedded too). With no RECIPE, every
+    ``models/**/*.yaml`` of the recipes root is audited.
     """
+    how: RecipesChoice = "--recipes-root"
     if inputs.recipes_root is not None:
         root = inputs.recipes_root
     else:
-        from provenance.store.embedded import data_dirs
+        from provenance.store.embedded import default_recipes, missing_recipe
         from provenance.store.paths import display_path
 
-        root = display_path(data_dirs().recipes)
+        found, how = default_recipes()
+        root = display_path(found)
+        for ref in inputs.recipes if how == "embedded" else ():
+            error = missing_recipe(root, ref)
+            if error is not None:
+                raise error
     if not (root / "taxonomy.yaml").is_file():
         raise UsageError(
             f"no recipes root at {root} (taxonomy.yaml missing)",
@@ -250,6 +262,7 @@ def default_inputs(inputs: AuditInputs) -> ResolvedInputs:
     return ResolvedInputs(
         recipes=recipes,
         recipes_root=root,
+        recipes_how=how,
         ledger=ledger,
         evidence=evidence,
         report_invalid=not inputs.recipes or inputs.report_invalid,
@@ -264,10 +277,14 @@ def ledger_dirs(inputs: AuditInputs) -> tuple[Path, Path]:
 
     defaults = default_dirs()
     ledger = inputs.ledger or defaults.ledger
+    if not ledger.is_dir():
+        raise UsageError(f"--ledger {ledger} is not a directory", hint="pass --ledger DIR")
     evidence = inputs.evidence or defaults.evidence
-    for name, path in (("--ledger", ledger), ("--evidence", evidence)):
-        if not path.is_dir():
-            raise UsageError(f"{name} {path} is not a directory", hint=f"pass {name} DIR")
+    if not evidence.is_dir():
+        raise UsageError(
+            f"evidence directory {evidence} is missing (the evidence store of ledger {ledger})",
+            hint="pass --evidence DIR, the evidence store the ledger was ingested with",
+        )
     return ledger, evidence
 
 
@@ -345,11 +362,18 @@ def _refuse_dangling(
     """An entry citing a record the store does not hold stops the audit (exit 4).
 
     Auditing without it would silently drop evidence the ledger says exists,
-    as ``verify`` reports it ``dangling``.
+    as ``verify`` reports it ``dangling``. But a ledger read with a store that is not its
+    own (``--ledger`` without its evidence directory) is a usage error (exit 2) that says
+    so: :func:`provenance.store.embedded.foreign_evidence`.
     """
+    from provenance.store.embedded import foreign_evidence
+
     for entry in entries:
         for record_id in entry.records:
             if record_id not in records:
+                foreign = foreign_evidence(book.root, store.root, record_id, bool(records))
+                if foreign is not None:
+                    raise foreign
                 raise IntegrityError(
                     f"{book.path_of(entry.pr)}: {entry.pr} cites evidence record {record_id}, "
                     f"which is missing from {store.root}",
@@ -573,7 +597,7 @@ def run_audit(
     notices = []
     if not loaded.stored:
         notices.append(f"no evidence records in {resolved.evidence}: nothing can be recommended")
-    return audit(
+    report = audit(
         recipes,
         loaded.graph,
         loaded.normaliser,
@@ -585,6 +609,10 @@ def run_audit(
         judges=loaded.judges,
         is_classified=loaded.normaliser.is_classified,
     )
+    from provenance.store.embedded import recipes_source
+
+    source = recipes_source(resolved.recipes_root, resolved.recipes_how)
+    return report.model_copy(update={"recipes_source": source})
 
 
 class SelectionSpec(BaseModel):

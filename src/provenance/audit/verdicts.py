@@ -29,6 +29,7 @@ from provenance.errors import SourceLocation
 from provenance.model.combination import PdPool, PdSelection, Selection
 from provenance.model.ledger import LedgerIdentity
 from provenance.model.reasons import ReasonCode, VerdictKind
+from provenance.model.recipes_source import RecipesSource
 
 AUDIT_SCHEMA: Literal["provenance.audit/v3"] = "provenance.audit/v3"
 
@@ -438,6 +439,8 @@ class AuditReport(BaseModel):
     ledger: str | None = None
     #: which ledger: packaged or a path, and the InferenceX revision and date it was built from
     ledger_source: LedgerIdentity | None = None
+    #: which recipes root the audit read, how it was chosen, and its git commit
+    recipes_source: RecipesSource | None = None
     offline: bool = True
     notices: tuple[str, ...] = ()
     #: the recipes that could not be loaded (an audit of every recipe goes on without
@@ -456,6 +459,11 @@ class AuditReport(BaseModel):
         if self.ledger_source is not None:
             return self.ledger_source.describe()
         return f"ledger {self.ledger}" if self.ledger else ""
+
+    def recipes_line(self) -> str:
+        """The one line every output prints about the recipes root it read (e.g. ``recipes
+        ../recipes (--recipes-root, git 8959cf6f2d1a)``); empty when not known."""
+        return self.recipes_source.describe() if self.recipes_source is not None else ""
 
     @model_validator(mode="before")
     @classmethod

@@ -10,6 +10,7 @@ from typing import Literal
 
 import click
 
+from provenance.cli.options import RECIPES_ROOT_HELP
 from provenance.cli.runner import run
 from provenance.errors import UsageError
 from provenance.model.combination import Combination
@@ -125,8 +126,7 @@ def run_combos(request: CombosRequest, output_format: Literal["jsonl", "table"])
     "--recipes-root",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Recipes checkout (taxonomy.yaml, strategies/, models/). Default: the current "
-    "directory when it has taxonomy.yaml.",
+    help=RECIPES_ROOT_HELP,
 )
 @click.option("--variant", "variants", default=None, help="Only these variants (comma list).")
 @click.option("--hardware", default=None, help="Only these hardware ids (comma list).")

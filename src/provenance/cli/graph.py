@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from provenance.cli.options import input_options
 from provenance.cli.runner import run
 from provenance.errors import EXIT_OK
 
@@ -19,9 +20,7 @@ from provenance.errors import EXIT_OK
     multiple=True,
     help="Also add the recipe's combinations (one node per distinct outcome).",
 )
-@click.option("--recipes-root", type=click.Path(file_okay=False, path_type=Path), default=None)
-@click.option("--ledger", type=click.Path(file_okay=False, path_type=Path), default=None)
-@click.option("--evidence", type=click.Path(file_okay=False, path_type=Path), default=None)
+@input_options
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None)
 def graph(
     fmt: str,

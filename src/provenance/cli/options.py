@@ -30,6 +30,12 @@ def _default_evidence() -> Path:
     return default_dirs().evidence
 
 
+#: The one-line help of ``--recipes-root`` (every command that takes it).
+RECIPES_ROOT_HELP = (
+    "A vllm-project/recipes checkout (default: the checkout at or around the current "
+    "directory, else the recipes root embedded in provenance)."
+)
+
 #: ``--ledger DIR`` of the commands that write or list the ledger (default: the embedded one).
 ledger_dir_option = click.option(
     "--ledger",
@@ -53,13 +59,14 @@ def evidence_dir_option(dest: str) -> Callable[[F], F]:
 
 
 def input_options(func: F) -> F:
-    """``--recipes-root``, ``--ledger`` and ``--evidence`` (default: the embedded data)."""
+    """``--recipes-root``, ``--ledger`` and ``--evidence`` (default: the recipes checkout
+    at or around the current directory, and the embedded data)."""
     options = [
         click.option(
             "--recipes-root",
             type=click.Path(file_okay=False, path_type=Path),
             default=None,
-            help="A vllm-project/recipes checkout (default: the embedded recipes root).",
+            help=RECIPES_ROOT_HELP,
         ),
         click.option(
             "--ledger",

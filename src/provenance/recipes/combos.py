@@ -24,20 +24,21 @@ from provenance.recipes.load.loader import Recipe, RecipesRoot, load_recipe, loa
 from provenance.recipes.render.synthesis import Renderer
 
 
-def default_recipes_root(cwd: Path | None = None) -> Path:
-    """The recipes root used when ``--recipes-root`` is not given.
+def default_recipes_root(cwd: Path | None = None, recipe: str | None = None) -> Path:
+    """The recipes root used when ``--recipes-root`` is not given, as for ``audit``.
 
-    The current directory when it holds ``taxonomy.yaml`` (a recipes checkout); else
-    the embedded recipes root (:mod:`provenance.store.embedded`), like ``audit`` and ``cite``.
+    The recipes checkout at or around the current directory, else the embedded recipes
+    root (:func:`provenance.store.embedded.default_recipes`); a ``recipe`` the embedded
+    root lacks is a usage error (:func:`provenance.store.embedded.missing_recipe`).
     """
-    here = Path.cwd() if cwd is None else cwd
-    if (here / "taxonomy.yaml").is_file():
-        return here
-    from provenance.store.embedded import data_dirs
+    from provenance.store.embedded import default_recipes, missing_recipe
 
-    embedded = data_dirs(here).recipes
-    if (embedded / "taxonomy.yaml").is_file():
-        return embedded
+    found, how = default_recipes(cwd)
+    missing = missing_recipe(found, recipe) if how == "embedded" and recipe else None
+    if missing is not None:
+        raise missing
+    if (found / "taxonomy.yaml").is_file():
+        return found
     raise UsageError(
         "no recipes root: the current directory has no taxonomy.yaml",
         hint="pass --recipes-root pointing at a vllm-project/recipes checkout",
@@ -98,7 +99,7 @@ def _combinations(
 
 def list_combinations(request: CombosRequest) -> CombosListing:
     """Load the recipe and return its reachable combinations (rendered lazily)."""
-    root_path = request.recipes_root or default_recipes_root()
+    root_path = request.recipes_root or default_recipes_root(recipe=request.recipe)
     root = load_recipes_root(root_path)
     recipe = load_recipe(root, request.recipe)
     _check_filters(recipe, root, request.options)

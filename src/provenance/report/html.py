@@ -513,6 +513,7 @@ def build_page_data(
         "meta": {
             "tool_version": enc.s(report.tool_version),
             "ledger": enc.s(report.ledger_line()),
+            "recipes": enc.s(report.recipes_line()),
             "offline": report.offline,
             "notices": [
                 *(enc.s(f"invalid recipe, not audited: {e.located()}") for e in report.errors),

@@ -98,6 +98,8 @@ def write(
     lines = [f"## {markdown_inline(title)}: {recipes}", ""]
     if report.ledger_line():
         lines += [f"Evidence: {markdown_inline(report.ledger_line())}.", ""]
+    if report.recipes_line():
+        lines += [f"Recipes: {markdown_inline(report.recipes_line())}.", ""]
     if report.errors:
         lines += [f"**{len(report.errors)} invalid recipe(s), not audited:**", ""]
         lines += [f"- {markdown_code(e.located())}" for e in report.errors]

@@ -21,12 +21,15 @@ from provenance.review.pr_audit import PrAuditResult
 def write_pr_audit(result: PrAuditResult, fmt: str, out: TextIO) -> None:
     diff = result.diff
     ledger = diff.ledger_source.describe() if diff.ledger_source is not None else ""
+    recipes = diff.recipes_source.describe() if diff.recipes_source is not None else ""
     if fmt == "json":
         write_json(diff, out)
     elif fmt == "markdown":
         write_markdown(diff, out)
         if ledger:
             out.write(f"\nEvidence: {markdown_inline(ledger)}.\n")
+        if recipes:
+            out.write(f"\nRecipes: {markdown_inline(recipes)}.\n")
         if diff.no_evidence:
             line = markdown_inline(no_evidence_line(diff))
             if len(diff.no_evidence) > MAX_INLINE_RECIPES:
@@ -40,6 +43,8 @@ def write_pr_audit(result: PrAuditResult, fmt: str, out: TextIO) -> None:
         write_text(diff, out)
         if ledger:
             out.write(f"{terminal(ledger)}\n")
+        if recipes:
+            out.write(f"{terminal(recipes)}\n")
         if diff.no_evidence:
             out.write(f"{terminal(no_evidence_line(diff))}\n")
     elif fmt == "sarif":

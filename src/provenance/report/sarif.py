@@ -387,8 +387,10 @@ def _document(
     rules: list[dict[str, Any]],
     results: list[dict[str, Any]],
     ledger: str = "",
+    recipes: str = "",
 ) -> dict[str, Any]:
-    """One run of ``results``; ``ledger`` names the ledger when there is no ``report``."""
+    """One run of ``results``; ``ledger`` and ``recipes`` name the ledger and the recipes
+    root when there is no ``report``."""
     return {
         "$schema": SARIF_SCHEMA_URI,
         "version": "2.1.0",
@@ -404,7 +406,8 @@ def _document(
                 },
                 "columnKind": "unicodeCodePoints",
                 "properties": {
-                    "ledger": terminal(report.ledger_line() if report is not None else ledger)
+                    "ledger": terminal(report.ledger_line() if report is not None else ledger),
+                    "recipes": terminal(report.recipes_line() if report is not None else recipes),
                 },
                 "results": results,
             }
@@ -640,7 +643,8 @@ def write_pr(
     result, so that code scanning closes what an earlier run of the PR reported."""
     if head is None:
         ledger = diff.ledger_source.describe() if diff.ledger_source is not None else ""
-        document = _document(None, _rules([CLAIM_RULE]), [], ledger)
+        recipes = diff.recipes_source.describe() if diff.recipes_source is not None else ""
+        document = _document(None, _rules([CLAIM_RULE]), [], ledger, recipes)
     else:
         document = build_pr(head, base, diff)
     json.dump(document, out, indent=2, ensure_ascii=False)

@@ -94,6 +94,8 @@ def write(
     console.print(title)
     if report.ledger_line():
         say(wrap_text(report.ledger_line(), width))
+    if report.recipes_line():
+        say(wrap_text(terminal(report.recipes_line()), width))
     if report.errors:
         say([f"{len(report.errors)} invalid recipe(s), not audited:"], "bold red")
         for error in report.errors:

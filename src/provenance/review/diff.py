@@ -65,6 +65,7 @@ from provenance.audit.verdicts import (
 from provenance.model.combination import PdPool, Selection
 from provenance.model.ledger import LedgerIdentity
 from provenance.model.reasons import ReasonCode, VerdictKind
+from provenance.model.recipes_source import RecipesSource
 from provenance.review.revisions import JudgingChange
 from provenance.review.tuning import TuningChange
 
@@ -251,6 +252,9 @@ class DiffReport(BaseModel):
     gate: GateResult
     #: the ledger both sides were audited against (set by the PR audit)
     ledger_source: LedgerIdentity | None = None
+    #: the recipes repository (``--repo``) and the head commit it was read at (set by the
+    #: PR audit)
+    recipes_source: RecipesSource | None = None
     #: recipes of the head whose model the ledger holds no InferenceX evidence for on
     #: any audited hardware (set by the PR audit): every combination is ``no-evidence``
     no_evidence: tuple[str, ...] = ()

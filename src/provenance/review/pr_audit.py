@@ -55,6 +55,7 @@ from provenance.review.revisions import (
     model_paths,
 )
 from provenance.review.tuning import TuningChange, recipe_pairs, tuning_changes
+from provenance.store.embedded import recipes_source
 
 if TYPE_CHECKING:
     from provenance.recipes.load.loader import Recipe, RecipesRoot
@@ -139,7 +140,10 @@ def _audit_side(
         error.model_copy(update={"path": _in_revision(error.path, commit, workdir)})
         for error in report.errors
     )
-    return _repo_relative(report.model_copy(update={"errors": errors}), workdir)
+    source = recipes_source(request.repo, "--repo", commit=commit.hexsha)
+    return _repo_relative(
+        report.model_copy(update={"errors": errors, "recipes_source": source}), workdir
+    )
 
 
 def _audit_base(
@@ -696,6 +700,7 @@ def run_pr_audit(
     diff = diff.model_copy(
         update={
             "ledger_source": _ledger_source(request, head_report),
+            "recipes_source": recipes_source(request.repo, "--repo", commit=head.hexsha),
             "tuning": tuning,
             "no_evidence": recipes_without_evidence(head_report) if head_report else (),
             "judging_changes": judging_changes(base, head),

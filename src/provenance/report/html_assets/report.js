@@ -307,7 +307,7 @@
       stat("combinations", summary.combinations), stat("recommended", summary.recommended),
       stat("guide-only", summary.guide_only), stat("declared", summary.declared),
       stat("undeclared guide-only", summary.undeclared_guide_only),
-      el("span", { cls: "stat" }, [text("tool " + str(D.meta.tool_version) + (str(D.meta.ledger) ? " · " + str(D.meta.ledger) : "") + (D.meta.offline ? " · offline" : ""))])
+      el("span", { cls: "stat" }, [text("tool " + str(D.meta.tool_version) + (str(D.meta.ledger) ? " · " + str(D.meta.ledger) : "") + (str(D.meta.recipes) ? " · " + str(D.meta.recipes) : "") + (D.meta.offline ? " · offline" : ""))])
     ]),
     reasonChips(summary.by_reason),
     listOf("notices", D.meta.notices.map(function (n) { return text(str(n)); })),
