@@ -150,8 +150,8 @@ def test_a_taxonomy_pr_says_why_it_audits_every_recipe_in_ci(
     phases = [line.rsplit(" (", 1)[0] for line in verbose.stderr.splitlines()]
     assert phases == [
         f"provenance: taxonomy.yaml changed: auditing all {recipes} recipes on both sides",
-        f"provenance: auditing the base ({recipes} recipe(s))",
-        f"provenance: auditing the head ({recipes} recipe(s))",
+        f"provenance: auditing the base and the head recipe by recipe ({recipes} and "
+        f"{recipes} recipe(s))",
         "provenance: comparing the two audits",
     ]
     quiet = CliRunner().invoke(cli, _pr(taxonomy_pr, "-q"), env={"CI": "true"})

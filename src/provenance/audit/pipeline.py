@@ -11,10 +11,10 @@ are resolved by :func:`default_inputs` alone). The decisions live in
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ParamSpec
 
 from pydantic import BaseModel, ConfigDict
 
@@ -45,6 +45,7 @@ from provenance.recipes.enumerate.selections import EnumerationOptions
 from provenance.recipes.load.loader import Recipe, RecipesRoot
 
 if TYPE_CHECKING:
+    from provenance.recipes.render.synthesis import Renderer
     from provenance.store.evidence import EvidenceStore
     from provenance.store.ledger import Ledger
 
@@ -86,7 +87,35 @@ class RecipeInput:
     gpus_per_node: Mapping[str, int] = field(default_factory=dict)
 
 
-def audit(
+#: An audit run one recipe at a time: it yields each recipe once audited, and returns
+#: the report
+AuditSteps = Generator[RecipeInput, None, AuditReport]
+
+
+def finished(steps: AuditSteps) -> AuditReport:
+    """Run ``steps`` to the end; their report."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            report: AuditReport = done.value
+            return report
+
+
+_P = ParamSpec("_P")
+
+
+def _at_once(steps: Callable[_P, AuditSteps]) -> Callable[_P, AuditReport]:
+    """An audit run one recipe at a time, as one call that returns the report."""
+
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> AuditReport:
+        return finished(steps(*args, **kwargs))
+
+    run.__doc__ = steps.__doc__
+    return run
+
+
+def audit_steps(
     recipes: Sequence[RecipeInput],
     graph: EvidenceIndex,
     normaliser: RoleNormaliser,
@@ -99,14 +128,20 @@ def audit(
     classify: ClassifyFn | None = None,
     judges: dict[str, Judge] | None = None,
     is_classified: Callable[[str], bool] | None = None,
-) -> AuditReport:
-    """Audit every combination of every recipe against ``graph``.
+    shared: AuditMemos | None = None,
+) -> AuditSteps:
+    """Audit every combination of every recipe against ``graph``, one recipe at a time:
+    yields each recipe once it is audited, returns the report (:func:`audit`: at once).
+    Two audits sharing ``judges`` can so go recipe by recipe side by side (the PR
+    audit's base and head), each recipe's judge and renderers freed as soon as both
+    sides are done with it.
 
     ``judges`` (recipe ref -> :class:`Judge`) lets several audits against the same
     ``graph``, normaliser and ``classify`` share each recipe's judgement memos (the
     base and head of a pull request): missing judges are created and added to it.
     ``is_classified`` (the policy's) lets the summary list the unclassified environment
-    variables that decided verdicts.
+    variables that decided verdicts. ``shared`` (:class:`AuditMemos`) keeps what later
+    passes over the same recipes reuse, and says when a judge is used for the last time.
     """
     matcher = DeclarationMatcher(declarations or Declarations())
     verdicts: list[VerdictEntry] = []
@@ -128,6 +163,8 @@ def audit(
         if recipe.cells is not None:
             cells = recipe.cells
             walk = audit_cells(tally, normaliser, cells.recipe, cells.root, cells.options)
+            if shared is not None and isinstance(walk, CellWalk):
+                shared.renderers[id(cells.recipe)] = (cells.recipe, walk.renderer)
         one_by_one = walk if isinstance(walk, SelectionWalk) else SelectionWalk(tally, normaliser)
         for selection, result in recipe.combinations:
             one_by_one.add(selection, result)
@@ -147,12 +184,15 @@ def audit(
                 tally,
                 recipe.hardware_filter,
                 recipe.filtered,
-                Coverage.of(graph, recipe.model_ids) if recipe.model_ids else None,
+                _coverage(graph, recipe.model_ids, shared) if recipe.model_ids else None,
                 matcher,
             )
         )
         if recipe.path:
             recipe_files[recipe.ref] = recipe.path
+        if judges is not None and shared is not None and shared.last_use:
+            judges.pop(recipe.ref, None)  # its last audit: free its memos now
+        yield recipe
     return AuditReport(
         tool_version=__version__,
         recipes=tuple(r.ref for r in recipes),
@@ -167,6 +207,79 @@ def audit(
         reverse=tuple(reverse),
         claims=tuple(claims),
     )
+
+
+#: :func:`audit_steps` at once: the report
+audit = _at_once(audit_steps)
+
+
+@dataclass
+class AuditMemos:
+    """What audits of the same recipes share beyond the evidence (the base and head of a
+    pull request): each recipe's renderer, kept for a later pass over the same recipe
+    objects (the PR audit's tuning comparison renders the same processes again), and
+    each checkpoint set's :class:`Coverage` (a pure function of the graph and the
+    checkpoints, the same for a recipe on both sides). ``last_use``: the audit is the
+    judges' last (the head's), so each recipe's judge is dropped once it is audited."""
+
+    #: id(recipe) -> the recipe (kept alive, so the id stays its) and its renderer
+    renderers: dict[int, tuple[Recipe, Renderer]] = field(default_factory=dict)
+    coverages: dict[tuple[int, frozenset[str]], tuple[EvidenceIndex, Coverage]] = field(
+        default_factory=dict
+    )
+    last_use: bool = False
+
+    def take(self, recipe: Recipe) -> Renderer | None:
+        """The renderer an audit kept for this very recipe object, if any, no longer kept."""
+        held = self.renderers.get(id(recipe))
+        if held is None or held[0] is not recipe:
+            return None
+        del self.renderers[id(recipe)]
+        return held[1]
+
+
+def _coverage(
+    graph: EvidenceIndex, model_ids: frozenset[str], shared: AuditMemos | None
+) -> Coverage:
+    """:meth:`Coverage.of`, once per graph and checkpoint set when ``shared``."""
+    if shared is None:
+        return Coverage.of(graph, model_ids)
+    key = (id(graph), model_ids)
+    held = shared.coverages.get(key)
+    if held is None or held[0] is not graph:
+        held = shared.coverages[key] = (graph, Coverage.of(graph, model_ids))
+    return held[1]
+
+
+class LoadedRecipes:
+    """Recipes roots and recipes loaded once for every pass that reads the same files
+    (the PR audit: scope checks, both audits and the tuning comparison), by the root's
+    path as given and the recipe's ref. A file that does not load is not kept: the next
+    caller loads it again and gets the same error."""
+
+    def __init__(self) -> None:
+        self._roots: dict[Path, RecipesRoot] = {}
+        self._recipes: dict[tuple[Path, str], Recipe] = {}
+
+    def root(self, path: Path) -> RecipesRoot:
+        from provenance.recipes.load.loader import load_recipes_root
+
+        found = self._roots.get(path)
+        if found is None:
+            found = self._roots[path] = load_recipes_root(path)
+        return found
+
+    def recipe(self, root: RecipesRoot, ref: str) -> Recipe:
+        """``load_recipe(root, ref)``, once per root path and ref."""
+        from provenance.recipes.load.loader import load_recipe
+
+        key = (root.path, ref)
+        found = self._recipes.get(key)
+        if found is None or self._roots.get(root.path) is not root:
+            found = load_recipe(root, ref)
+            if self._roots.get(root.path) is root:
+                self._recipes[key] = found
+        return found
 
 
 class AuditInputs(BaseModel):
@@ -450,6 +563,7 @@ def recipe_inputs(
     resolved: ResolvedInputs,
     filters: AuditFilters,
     errors: list[RecipeError] | None = None,
+    loaded_recipes: LoadedRecipes | None = None,
 ) -> list[RecipeInput]:
     """The recipes to audit.
 
@@ -459,16 +573,15 @@ def recipe_inputs(
     named RECIPE fails fast) and always an invalid shared file (taxonomy, strategies,
     kv_store) raise the :class:`InputError` at once.
     """
-    from provenance.recipes.load.loader import load_recipe, load_recipes_root
-
-    root = load_recipes_root(resolved.recipes_root)
+    cache = loaded_recipes or LoadedRecipes()
+    root = cache.root(resolved.recipes_root)
     options = enumeration_options(filters)
     gpus = gpus_per_node(root)
     inputs = []
     loaded = []
     for ref in resolved.recipes:
         try:
-            loaded.append((load_recipe(root, ref), resolved.recipe_filters.get(ref, filters)))
+            loaded.append((cache.recipe(root, ref), resolved.recipe_filters.get(ref, filters)))
         except InputError as exc:
             if errors is None or not resolved.report_invalid:
                 raise
@@ -527,6 +640,7 @@ class LoadedEvidence:
     #: how many records the store holds (in scope or not)
     stored: int = 0
     judges: dict[str, Judge] = field(default_factory=dict)
+    memos: AuditMemos = field(default_factory=AuditMemos)
 
 
 class EvidenceCache:
@@ -570,21 +684,34 @@ class EvidenceCache:
         """The normaliser (and so the policy) of the loaded audits; a fresh one if none ran."""
         return self._loaded.normaliser if self._loaded is not None else PolicyNormaliser()
 
+    def memos(self) -> AuditMemos:
+        """What the loaded audits kept for later passes (:class:`AuditMemos`); empty if none
+        ran."""
+        return self._loaded.memos if self._loaded is not None else AuditMemos()
 
-def run_audit(
+
+def run_audit_steps(
     inputs: AuditInputs,
     filters: AuditFilters,
     shared: EvidenceCache | None = None,
-) -> AuditReport:
-    """Load everything, audit every combination, return the report.
+    *,
+    loaded_recipes: LoadedRecipes | None = None,
+    last_use: bool = False,
+) -> AuditSteps:
+    """Load everything, audit every combination, return the report, one recipe at a time
+    (:func:`audit_steps`; :func:`run_audit`: at once): the inputs are read and the
+    evidence loaded on the first step.
 
-    With ``shared``, the evidence graph, normaliser and judges come from (and stay in) it.
+    With ``shared``, the evidence graph, normaliser, judges and :class:`AuditMemos` come
+    from (and stay in) it; ``last_use``: this audit is their last, each recipe's judge is
+    dropped once it is audited. ``loaded_recipes`` loads each recipe once for every
+    pass that reads it.
     """
     from provenance.store.ledger import ledger_identity
 
     resolved = default_inputs(inputs)
     errors: list[RecipeError] = []
-    recipes = recipe_inputs(resolved, filters, errors)
+    recipes = recipe_inputs(resolved, filters, errors, loaded_recipes)
     model_ids = recipe_model_ids(r.cells.recipe for r in recipes if r.cells is not None)
     policy = load_policy(resolved.recipes_root)
     loaded = (shared or EvidenceCache()).load(resolved.ledger, resolved.evidence, model_ids, policy)
@@ -597,7 +724,7 @@ def run_audit(
     notices = []
     if not loaded.stored:
         notices.append(f"no evidence records in {resolved.evidence}: nothing can be recommended")
-    report = audit(
+    report = yield from audit_steps(
         recipes,
         loaded.graph,
         loaded.normaliser,
@@ -608,11 +735,17 @@ def run_audit(
         errors=errors,
         judges=loaded.judges,
         is_classified=loaded.normaliser.is_classified,
+        # the same memo tables, with this audit's ``last_use``
+        shared=replace(loaded.memos, last_use=last_use) if shared is not None else None,
     )
     from provenance.store.embedded import recipes_source
 
     source = recipes_source(resolved.recipes_root, resolved.recipes_how)
     return report.model_copy(update={"recipes_source": source})
+
+
+#: :func:`run_audit_steps` at once: the report
+run_audit = _at_once(run_audit_steps)
 
 
 class SelectionSpec(BaseModel):

@@ -5,7 +5,12 @@
 writes the files each side needs into private temporary directories (from git
 blobs — the user's work tree is never touched), audits both sides with the same
 ledger and evidence (loaded once, with one normaliser and one judge per recipe
-for both sides), and diffs the two audits. When the PR changes only the contents
+for both sides), and diffs the two audits. The two sides are audited recipe by recipe
+(:func:`_side_by_side`): each recipe's file is loaded once per side, its base and head
+are audited one after the other with one judge, the tuning comparison reads the
+processes the two audits rendered, and the judge and renderers are freed before the
+next recipe; ``tests/review/test_side_by_side.py`` checks the result equal to two
+plain audits on real recipes PRs. When the PR changes only the contents
 of some variants of one recipe, the base audits just those variants
 (:func:`variant_change` says when the others cannot differ).
 
@@ -24,11 +29,13 @@ gate. The head's changes to them are listed in the diff (``judging_changes``).
 
 from __future__ import annotations
 
+import gc
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -36,10 +43,12 @@ from provenance.audit.pipeline import (
     AuditFilters,
     AuditInputs,
     EvidenceCache,
+    LoadedRecipes,
+    RecipeInput,
     check_filter_names,
     enumeration_options,
     recipe_error,
-    run_audit,
+    run_audit_steps,
 )
 from provenance.audit.verdicts import AuditReport, RecipeError
 from provenance.errors import InputError
@@ -54,7 +63,7 @@ from provenance.review.revisions import (
     materialise,
     model_paths,
 )
-from provenance.review.tuning import TuningChange, recipe_pairs, tuning_changes
+from provenance.review.tuning import TuningChange, TuningComparison
 from provenance.store.embedded import recipes_source
 
 if TYPE_CHECKING:
@@ -102,6 +111,13 @@ class PrAuditResult(BaseModel):
     diff: DiffReport
 
 
+#: one side's audit, one recipe at a time: yields each recipe once audited, returns the
+#: report (None: no recipe to audit)
+_SideSteps = Generator[RecipeInput, None, AuditReport | None]
+#: the base's, which returns its report and the error of an invalid shared file
+_BaseSteps = Generator[RecipeInput, None, tuple[AuditReport | None, tuple[RecipeError, ...]]]
+
+
 def _audit_side(
     present: list[str],
     commit: object,
@@ -110,14 +126,17 @@ def _audit_side(
     workdir: Path,
     shared: EvidenceCache,
     recipe_filters: dict[str, AuditFilters] | None = None,
-) -> AuditReport | None:
-    """Audit the model files ``present`` (materialised in ``workdir``) of ``commit``; an
-    invalid one is in the report's ``errors``, named ``<commit>:<path>``."""
+    loaded: LoadedRecipes | None = None,
+    last_use: bool = False,
+) -> _SideSteps:
+    """Audit the model files ``present`` (materialised in ``workdir``) of ``commit``, one
+    recipe at a time; an invalid one is in the report's ``errors``, named
+    ``<commit>:<path>``."""
     assert isinstance(commit, Commit)
     if not present:
         return None
     try:
-        report = run_audit(
+        report = yield from run_audit_steps(
             AuditInputs(
                 recipes=tuple(present),
                 recipes_root=workdir,
@@ -129,6 +148,8 @@ def _audit_side(
             ),
             filters,
             shared,
+            loaded_recipes=loaded,
+            last_use=last_use,
         )
     except InputError as exc:
         if exc.location is not None:
@@ -154,11 +175,15 @@ def _audit_base(
     workdir: Path,
     shared: EvidenceCache,
     recipe_filters: dict[str, AuditFilters] | None = None,
-) -> tuple[AuditReport | None, tuple[RecipeError, ...]]:
-    """The base audit; an invalid shared file of the base (the PR may fix it) is a notice,
-    not a failure: the base is then audited as empty, its error returned."""
+    loaded: LoadedRecipes | None = None,
+) -> _BaseSteps:
+    """The base audit, one recipe at a time; an invalid shared file of the base (the PR may
+    fix it) is a notice, not a failure: the base is then audited as empty, its error
+    returned."""
     try:
-        report = _audit_side(present, commit, request, filters, workdir, shared, recipe_filters)
+        report = yield from _audit_side(
+            present, commit, request, filters, workdir, shared, recipe_filters, loaded
+        )
         return report, ()
     except InputError as exc:
         error = recipe_error(exc)
@@ -416,7 +441,9 @@ def _listed_strategy_change(
     return frozenset(set(before) ^ set(after))
 
 
-def shared_change(base_root: Path, head_root: Path) -> SharedChange | None:
+def shared_change(
+    base_root: Path, head_root: Path, loaded: LoadedRecipes | None = None
+) -> SharedChange | None:
     """What the shared-file change between the two materialised roots can affect, when it
     is limited to some hardware profiles or to some strategies; None when it may affect
     any combination (or a side does not load: the audit reports it).
@@ -425,10 +452,10 @@ def shared_change(base_root: Path, head_root: Path) -> SharedChange | None:
     strategy S from S's file and never another's: ``tests/review/test_shared_narrowing.py``
     checks the narrowed diff equal to the full one on the real recipes history."""
     from provenance.errors import ProvenanceError
-    from provenance.recipes.load.loader import load_recipes_root
 
+    cache = loaded or LoadedRecipes()
     try:
-        base, head = load_recipes_root(base_root), load_recipes_root(head_root)
+        base, head = cache.root(base_root), cache.root(head_root)
     except ProvenanceError:
         return None
     kv = _kv_change(base, head)
@@ -472,18 +499,20 @@ DOCUMENTATION_META = (
 )
 
 
-def documentation_only(base_root: Path, head_root: Path, models: list[str]) -> frozenset[str]:
+def documentation_only(
+    base_root: Path, head_root: Path, models: list[str], loaded: LoadedRecipes | None = None
+) -> frozenset[str]:
     """The ``models`` that differ between the two materialised roots only in their prose
     (:data:`DOCUMENTATION_META`, comments, formatting): none of their combinations,
     verdicts or claims can change. A recipe either side cannot load is not among them (the
     audit reports it); nor is any when a root does not load."""
     from provenance.errors import ProvenanceError
-    from provenance.recipes.load.loader import load_recipe, load_recipes_root
 
     if not models:
         return frozenset()
+    cache = loaded or LoadedRecipes()
     try:
-        roots = load_recipes_root(base_root), load_recipes_root(head_root)
+        roots = cache.root(base_root), cache.root(head_root)
     except ProvenanceError:
         return frozenset()
 
@@ -497,7 +526,7 @@ def documentation_only(base_root: Path, head_root: Path, models: list[str]) -> f
     found = set()
     for model in models:
         try:
-            base, head = load_recipe(roots[0], model), load_recipe(roots[1], model)
+            base, head = cache.recipe(roots[0], model), cache.recipe(roots[1], model)
         except ProvenanceError:
             continue
         if base.hf_id == head.hf_id and audited(base) == audited(head):
@@ -505,22 +534,24 @@ def documentation_only(base_root: Path, head_root: Path, models: list[str]) -> f
     return frozenset(found)
 
 
-def declared_kv_offload(root: Path, models: list[str]) -> set[str]:
+def declared_kv_offload(
+    root: Path, models: list[str], loaded: LoadedRecipes | None = None
+) -> set[str]:
     """The KV offload keys the recipes ``models`` (materialised in ``root``) declare in
     ``kv_offload_support`` (any value but ``unsupported``)."""
     from provenance.errors import ProvenanceError
-    from provenance.recipes.load.loader import load_recipe, load_recipes_root
 
     if not models:
         return set()
+    cache = loaded or LoadedRecipes()
     try:
-        loaded = load_recipes_root(root)
+        recipes_root = cache.root(root)
     except ProvenanceError:
         return set()  # the audit itself reports it, naming the revision
     specs = []
     for model in models:
         try:
-            specs.append(load_recipe(loaded, model).spec)
+            specs.append(cache.recipe(recipes_root, model).spec)
         except ProvenanceError:
             continue  # an invalid recipe: the audit reports it, the others count
     return {
@@ -545,32 +576,102 @@ def _loaded(report: AuditReport | None) -> set[str]:
     return set(report.recipe_files.values()) if report is not None else set()
 
 
-def _tuning(
-    base_root: Path,
-    head_root: Path,
-    base_report: AuditReport | None,
-    head_report: AuditReport | None,
-    filters: AuditFilters,
-    narrowed: VariantChange | None,
-    shared: EvidenceCache,
-    recipe_filters: dict[str, AuditFilters],
-) -> tuple[TuningChange, ...]:
-    """The tuning, harness and functional flags the PR changes (``review/tuning.py``), with
-    the audit's policy, in the recipes valid on both sides; only in the variants that can
-    differ when the PR is ``narrowed``."""
-    both = sorted(_loaded(base_report) & _loaded(head_report))
-    if not both:
-        return ()
-    normaliser = shared.normaliser()
-    variants = {narrowed.recipe: narrowed.changed} if narrowed is not None else None
-    own = {model: enumeration_options(f) for model, f in recipe_filters.items() if model in both}
-    return tuning_changes(
-        recipe_pairs(base_root, head_root, both),
-        enumeration_options(filters),
-        normaliser,
-        variants,
-        own,
-    )
+class _Tuning:
+    """The tuning comparison (``review/tuning.py``) run while both sides are audited: each
+    recipe valid on both sides is compared as soon as its head is audited, with the
+    renderers both audits kept for it (its processes are rendered once per side, for the
+    audit and the comparison alike), which are then freed. With the audit's policy; only
+    in the variants that can differ when the PR is ``narrowed``."""
+
+    def __init__(
+        self,
+        filters: AuditFilters,
+        narrowed: VariantChange | None,
+        shared: EvidenceCache,
+        recipe_filters: dict[str, AuditFilters],
+    ) -> None:
+        self.filters = filters
+        self.narrowed = narrowed
+        self.shared = shared
+        self.recipe_filters = recipe_filters
+        self.comparison: TuningComparison | None = None
+
+    def __call__(self, base: RecipeInput, head: RecipeInput) -> None:
+        """Compare a recipe audited on both sides."""
+        if base.cells is None or head.cells is None:
+            return
+        if self.comparison is None:  # the evidence is loaded: its normaliser is the audit's
+            narrowed = self.narrowed
+            self.comparison = TuningComparison(
+                enumeration_options(self.filters),
+                self.shared.normaliser(),
+                {narrowed.recipe: narrowed.changed} if narrowed is not None else None,
+                {model: enumeration_options(f) for model, f in self.recipe_filters.items()},
+            )
+        memos = self.shared.memos()
+        before, after = base.cells, head.cells
+        self.comparison.add(
+            (before.recipe, before.root),
+            (after.recipe, after.root),
+            (memos.take(before.recipe), memos.take(after.recipe)),
+        )
+
+    def changes(self) -> tuple[TuningChange, ...]:
+        return self.comparison.changes() if self.comparison is not None else ()
+
+
+_T = TypeVar("_T")
+
+
+class _Steps(Generic[_T]):
+    """A side's audit steps, with the recipe it audited last and, once done, its result."""
+
+    def __init__(self, steps: Generator[RecipeInput, None, _T]) -> None:
+        self.steps = steps
+        self.current: RecipeInput | None = None
+        self.result: _T | None = None
+        self.done = False
+
+    def advance(self) -> None:
+        try:
+            self.current = next(self.steps)
+        except StopIteration as stop:
+            self.current, self.result, self.done = None, stop.value, True
+
+    def key(self) -> str | None:
+        """The recipe file audited last, relative to its recipes root."""
+        cells = self.current.cells if self.current is not None else None
+        if cells is None:
+            return None
+        return cells.recipe.path.relative_to(cells.root.path).as_posix()
+
+
+def _side_by_side(
+    base: _Steps[_T],
+    head: _Steps[AuditReport | None],
+    both: Callable[[RecipeInput, RecipeInput], None],
+) -> None:
+    """Run both audits recipe by recipe, each recipe on the base first, then on the head,
+    and tell ``both`` each recipe audited on both sides as soon as it is: a recipe's judge
+    serves both sides and is then dropped, and its renderers serve the tuning comparison
+    and are then dropped, instead of every recipe's staying in memory until the head is
+    done (recipes #828: 350 MB). Both sides list their recipe files sorted, so a merge
+    by file keeps each side's order and meets each recipe of both sides once."""
+    base.advance()
+    head.advance()
+    while not (base.done and head.done):
+        before, after = base.key(), head.key()
+        if before is not None and before == after:
+            assert base.current is not None and head.current is not None
+            both(base.current, head.current)
+            base.advance()
+            head.advance()
+        elif head.done or (
+            not base.done and (before is None or (after is not None and before < after))
+        ):
+            base.advance()  # a recipe the head lacks (or not yet reached)
+        else:
+            head.advance()  # a recipe the base lacks
 
 
 def _reading(repo: Repo, base: Commit, head: Commit, changed: ChangedRecipes, models: int) -> str:
@@ -586,6 +687,24 @@ def _reading(repo: Repo, base: Commit, head: Commit, changed: ChangedRecipes, mo
     return (
         f"{', '.join(dict.fromkeys(shared))} changed: auditing all {models} recipes on both sides"
     )
+
+
+@contextmanager
+def _long_lived_objects() -> Iterator[None]:
+    """No full (oldest-generation) garbage collection while the PR audit runs; young
+    collections go on, and the thresholds are restored after.
+
+    The audit builds millions of objects that live until it returns (both reports, the
+    evidence graph, the judges' memos) and makes next to no cyclic garbage. Each full
+    collection walks all of them again: on recipes #828 (every recipe re-audited on both
+    sides) 22 full collections were 40% of the CPU, and disabling them left the peak RSS
+    the same (docs/performance.md, "Replay of the recipes history")."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(thresholds[0], thresholds[1], 1_000_000)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
 
 
 def run_pr_audit(
@@ -604,9 +723,12 @@ def run_pr_audit(
     if progress is not None:
         progress(_reading(repo, base, head, changed, len({*base_models, *head_models})))
     # One evidence graph, normaliser and set of judges for both sides: the head's
-    # combinations are mostly the base's, so its judgements are memo hits.
+    # combinations are mostly the base's, so its judgements are memo hits. Each side's
+    # recipes are loaded once, for the scope checks, the audit and the tuning comparison.
     shared = EvidenceCache()
+    loaded = LoadedRecipes()
     with (
+        _long_lived_objects(),
         tempfile.TemporaryDirectory(prefix="provenance-base-") as base_dir,
         tempfile.TemporaryDirectory(prefix="provenance-head-") as head_dir,
     ):
@@ -619,6 +741,7 @@ def run_pr_audit(
             Path(base_dir),
             Path(head_dir),
             [m for m in changed.models if m in base_present and m in head_present],
+            loaded,
         )
         touched = frozenset(changed.models) - prose
         if prose and not changed.shared_changed:
@@ -633,8 +756,8 @@ def run_pr_audit(
             and base_present == head_present == models
         ):
             narrowed = variant_change(Path(base_dir), Path(head_dir), base_present[0])
-        declared = declared_kv_offload(Path(base_dir), base_present) | declared_kv_offload(
-            Path(head_dir), head_present
+        declared = declared_kv_offload(Path(base_dir), base_present, loaded) | declared_kv_offload(
+            Path(head_dir), head_present, loaded
         )
         head_filters = _with_kv(request.filters, declared)
         base_filters = head_filters
@@ -652,7 +775,11 @@ def run_pr_audit(
         _check_filters(
             request.filters, [(Path(base_dir), base_present), (Path(head_dir), head_present)]
         )
-        scope = shared_change(Path(base_dir), Path(head_dir)) if changed.shared_changed else None
+        scope = (
+            shared_change(Path(base_dir), Path(head_dir), loaded)
+            if changed.shared_changed
+            else None
+        )
         untouched: dict[str, AuditFilters] = {}
         if scope is not None:
             untouched = {
@@ -661,25 +788,43 @@ def run_pr_audit(
                 if m not in touched
             }
         if progress is not None:
-            progress(f"auditing the base ({len(base_present)} recipe(s))")
-        base_report, base_broken = _audit_base(
-            base_present, base, request, base_filters, Path(base_dir), shared, untouched
+            progress(
+                f"auditing the base and the head recipe by recipe ({len(base_present)} and "
+                f"{len(head_present)} recipe(s))"
+            )
+        base_steps = _Steps(
+            _audit_base(
+                sorted(base_present),
+                base,
+                request,
+                base_filters,
+                Path(base_dir),
+                shared,
+                untouched,
+                loaded,
+            )
         )
-        if progress is not None:
-            progress(f"auditing the head ({len(head_present)} recipe(s))")
-        head_report = _audit_side(
-            head_present, head, request, head_filters, Path(head_dir), shared, untouched
+        # the judges' last use: each recipe's is dropped once its head is audited
+        head_steps = _Steps(
+            _audit_side(
+                sorted(head_present),
+                head,
+                request,
+                head_filters,
+                Path(head_dir),
+                shared,
+                untouched,
+                loaded,
+                last_use=True,
+            )
         )
-        tuning = _tuning(
-            Path(base_dir),
-            Path(head_dir),
-            base_report,
-            head_report,
-            head_filters,
-            narrowed,
-            shared,
-            untouched,
-        )
+        compare = _Tuning(head_filters, narrowed, shared, untouched)
+        _side_by_side(base_steps, head_steps, compare)
+        base_report, base_broken = base_steps.result or (None, ())
+        head_report = head_steps.result
+        # a base that did not load compares nothing (as if no recipe were on both sides)
+        tuning = compare.changes() if base_report is not None else ()
+        del shared, loaded, compare, base_steps, head_steps  # the diff needs none of them
     if progress is not None:
         progress("comparing the two audits")
     diff = diff_reports(

@@ -24,6 +24,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from provenance.audit.normaliser import PolicyNormaliser
+from provenance.audit.pipeline import LoadedRecipes
 from provenance.model.combination import EnvValue, PdPool, Selection
 from provenance.model.flags import FlagSet
 from provenance.recipes.enumerate.rules import recipe_is_omni
@@ -108,11 +109,16 @@ class _Side:
     """One revision of a recipe: its renderer and the non-major flags of each process."""
 
     def __init__(
-        self, recipe: Recipe, root: RecipesRoot, normaliser: PolicyNormaliser, memo: _Memo
+        self,
+        recipe: Recipe,
+        root: RecipesRoot,
+        normaliser: PolicyNormaliser,
+        memo: _Memo,
+        renderer: Renderer | None = None,
     ) -> None:
         self.recipe = recipe
         self.root = root
-        self.renderer = Renderer(recipe, root)
+        self.renderer = renderer or Renderer(recipe, root)
         self.normaliser = normaliser
         self.memo = memo
 
@@ -388,6 +394,79 @@ def _compare_omni(base: _Side, head: _Side, options: EnumerationOptions, out: _C
                 out.add(delta, 1)
 
 
+class TuningComparison:
+    """The non-major flags the PR changes, compared one recipe at a time: the PR audit
+    compares each recipe as soon as its head is audited, with the renderers both audits
+    kept for it (their memos hold the very processes compared here: rendered once, not
+    twice), and then frees them. ``variants`` (recipe -> variants) limits a recipe to
+    the variants that can differ (the others are the same on both sides);
+    ``own_options`` (recipe file, relative to its root -> options) replaces ``options``
+    for a recipe. The counts do not depend on the order of the recipes; the examples of
+    a flag are the first ones met, so the recipes are added in one order (the PR audit's:
+    by recipe file)."""
+
+    def __init__(
+        self,
+        options: EnumerationOptions,
+        normaliser: PolicyNormaliser,
+        variants: Mapping[str, Iterable[str]] | None = None,
+        own_options: Mapping[str, EnumerationOptions] | None = None,
+    ) -> None:
+        self.options = options
+        self.normaliser = normaliser
+        self.variants = variants or {}
+        self.own_options = own_options or {}
+        self._out = _Counts()
+
+    def add(
+        self,
+        base_side: tuple[Recipe, RecipesRoot],
+        head_side: tuple[Recipe, RecipesRoot],
+        renderers: tuple[Renderer | None, Renderer | None] = (None, None),
+    ) -> None:
+        """Compare one recipe's base and head (with the renderers kept for them, if any)."""
+        (base_recipe, base_root), (head_recipe, head_root) = base_side, head_side
+        options = self.options
+        wanted = self.variants.get(head_recipe.hf_id)
+        recipe_options = self.own_options.get(
+            head_recipe.path.relative_to(head_root.path).as_posix(), options
+        )
+        if wanted is not None:
+            only = sorted(set(wanted))
+            if recipe_options.variants is not None:
+                only = [v for v in only if v in recipe_options.variants]
+            recipe_options = options.model_copy(update={"variants": tuple(only)})
+        # one memo per recipe, freed with it: it holds the recipe's rendered parts, and
+        # two recipes share next to no command (their model ids differ)
+        normaliser, memo, out = self.normaliser, _Memo(self.normaliser), self._out
+        base = _Side(base_recipe, base_root, normaliser, memo, renderers[0])
+        head = _Side(head_recipe, head_root, normaliser, memo, renderers[1])
+        if recipe_is_omni(base_recipe) or recipe_is_omni(head_recipe):
+            if recipe_is_omni(base_recipe) and recipe_is_omni(head_recipe):
+                _compare_omni(base, head, recipe_options, out)
+            return
+        old_cells = {
+            _cell_key(c): c for c in enumerate_cells(base_recipe, base_root, recipe_options)
+        }
+        for cell in enumerate_cells(head_recipe, head_root, recipe_options):
+            old = old_cells.get(_cell_key(cell))
+            if old is not None:
+                _compare_cell(base, head, old, cell, out)
+
+    def changes(self) -> tuple[TuningChange, ...]:
+        """The flags changed so far, largest first."""
+        out = self._out
+        return tuple(
+            TuningChange(
+                key=key,
+                flag_class=self.normaliser.classify(key),
+                combinations=count,
+                examples=tuple(out.examples[key]),
+            )
+            for key, count in sorted(out.combinations.items(), key=lambda kv: (-kv[1], kv[0]))
+        )
+
+
 def tuning_changes(
     pairs: Iterable[tuple[tuple[Recipe, RecipesRoot], tuple[Recipe, RecipesRoot]]],
     options: EnumerationOptions,
@@ -396,57 +475,27 @@ def tuning_changes(
     own_options: Mapping[str, EnumerationOptions] | None = None,
 ) -> tuple[TuningChange, ...]:
     """The non-major flags the PR changes across the recipes ``pairs`` ((base, head) of
-    each recipe on both sides), largest first. ``variants`` (recipe -> variants) limits
-    a recipe to the variants that can differ (the others are the same on both sides);
-    ``own_options`` (recipe file, relative to its root -> options) replaces ``options``
-    for a recipe."""
-    out = _Counts()
-    memo = _Memo(normaliser)
-    for (base_recipe, base_root), (head_recipe, head_root) in pairs:
-        wanted = (variants or {}).get(head_recipe.hf_id)
-        recipe_options = (own_options or {}).get(
-            head_recipe.path.relative_to(head_root.path).as_posix(), options
-        )
-        if wanted is not None:
-            only = sorted(set(wanted))
-            if recipe_options.variants is not None:
-                only = [v for v in only if v in recipe_options.variants]
-            recipe_options = options.model_copy(update={"variants": tuple(only)})
-        base = _Side(base_recipe, base_root, normaliser, memo)
-        head = _Side(head_recipe, head_root, normaliser, memo)
-        if recipe_is_omni(base_recipe) or recipe_is_omni(head_recipe):
-            if recipe_is_omni(base_recipe) and recipe_is_omni(head_recipe):
-                _compare_omni(base, head, recipe_options, out)
-            continue
-        old_cells = {
-            _cell_key(c): c for c in enumerate_cells(base_recipe, base_root, recipe_options)
-        }
-        for cell in enumerate_cells(head_recipe, head_root, recipe_options):
-            old = old_cells.get(_cell_key(cell))
-            if old is not None:
-                _compare_cell(base, head, old, cell, out)
-    return tuple(
-        TuningChange(
-            key=key,
-            flag_class=normaliser.classify(key),
-            combinations=count,
-            examples=tuple(out.examples[key]),
-        )
-        for key, count in sorted(out.combinations.items(), key=lambda kv: (-kv[1], kv[0]))
-    )
+    each recipe on both sides), largest first (:class:`TuningComparison`)."""
+    comparison = TuningComparison(options, normaliser, variants, own_options)
+    for base, head in pairs:
+        comparison.add(base, head)
+    return comparison.changes()
 
 
 def recipe_pairs(
-    base_root: Path, head_root: Path, models: Iterable[str]
+    base_root: Path,
+    head_root: Path,
+    models: Iterable[str],
+    loaded: LoadedRecipes | None = None,
 ) -> list[tuple[tuple[Recipe, RecipesRoot], tuple[Recipe, RecipesRoot]]]:
-    """(base, head) of each recipe file ``models`` present on both materialised sides."""
-    from provenance.recipes.load.loader import load_recipe, load_recipes_root
-
-    base_loaded, head_loaded = load_recipes_root(base_root), load_recipes_root(head_root)
+    """(base, head) of each recipe file ``models`` present on both materialised sides
+    (from ``loaded`` when given: the objects the audits read)."""
+    cache = loaded or LoadedRecipes()
+    base_loaded, head_loaded = cache.root(base_root), cache.root(head_root)
     return [
         (
-            (load_recipe(base_loaded, model), base_loaded),
-            (load_recipe(head_loaded, model), head_loaded),
+            (cache.recipe(base_loaded, model), base_loaded),
+            (cache.recipe(head_loaded, model), head_loaded),
         )
         for model in models
     ]
