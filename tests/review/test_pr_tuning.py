@@ -10,15 +10,11 @@ from typing import Any
 import yaml
 from click.testing import CliRunner
 from recipes_repo import EMBEDDED, REPO_ROOT, pr_repo
+from tuning_oracle import whole_changes
 
 from provenance.audit.normaliser import PolicyNormaliser
 from provenance.audit.pipeline import AuditFilters, enumeration_options
 from provenance.cli.main import cli
-from provenance.model.combination import Selection
-from provenance.model.flags import FlagSet
-from provenance.recipes.enumerate.selections import enumerate_selections
-from provenance.recipes.load.loader import load_recipe, load_recipes_root
-from provenance.recipes.render.synthesis import render
 from provenance.report.pr_json import read_pr
 from provenance.review.pr_audit import PrAuditRequest, run_pr_audit
 from provenance.review.tuning import recipe_pairs, tuning_changes
@@ -46,31 +42,7 @@ def _base_args(*extra: str) -> Any:
 
 def _brute_force(base_root: Path, head_root: Path, filters: AuditFilters) -> Counter[str]:
     """Selection by selection: every process rendered and normalised on both sides."""
-    normaliser = PolicyNormaliser()
-    options = enumeration_options(filters)
-    sides = []
-    for root_path in (base_root, head_root):
-        root = load_recipes_root(root_path)
-        recipe = load_recipe(root, MODEL)
-        found: dict[Selection, dict[tuple[object, ...], FlagSet]] = {}
-        for selection in enumerate_selections(recipe, root, options):
-            result = render(recipe, root, selection)
-            found[selection] = {
-                (r.role, r.node_rank, r.instance, index): normaliser.non_major(r.argv or (), r.env)
-                for index, r in enumerate(result.roles)
-            }
-        sides.append(found)
-    counts: Counter[str] = Counter()
-    for selection, after in sides[1].items():
-        before = sides[0].get(selection)
-        if before is None:
-            continue
-        changed: set[str] = set()
-        for name in before.keys() | after.keys():
-            old, new = before.get(name, FlagSet()), after.get(name, FlagSet())
-            changed |= {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
-        counts.update(changed)
-    return counts
+    return whole_changes(base_root, head_root, MODEL, filters)[0]
 
 
 def test_factored_counts_equal_the_selection_by_selection_ones(tmp_path: Path) -> None:

@@ -41,7 +41,7 @@ from provenance.model.combination import RenderResult, Selection
 from provenance.model.ledger import Declarations, LedgerEntry, LedgerIdentity
 from provenance.model.recipes_source import RecipesChoice
 from provenance.normalise.policy import Policy, default_policy, load_policy
-from provenance.recipes.enumerate.selections import EnumerationOptions
+from provenance.recipes.enumerate.selections import EnumerationOptions, ShapeCell
 from provenance.recipes.load.loader import Recipe, RecipesRoot
 
 if TYPE_CHECKING:
@@ -164,7 +164,10 @@ def audit_steps(
             cells = recipe.cells
             walk = audit_cells(tally, normaliser, cells.recipe, cells.root, cells.options)
             if shared is not None and isinstance(walk, CellWalk):
-                shared.renderers[id(cells.recipe)] = (cells.recipe, walk.renderer)
+                shared.renderers[id(cells.recipe)] = (
+                    cells.recipe,
+                    KeptWalk(walk.renderer, cells.options, tuple(walk.cells)),
+                )
         one_by_one = walk if isinstance(walk, SelectionWalk) else SelectionWalk(tally, normaliser)
         for selection, result in recipe.combinations:
             one_by_one.add(selection, result)
@@ -213,6 +216,16 @@ def audit_steps(
 audit = _at_once(audit_steps)
 
 
+@dataclass(frozen=True, slots=True)
+class KeptWalk:
+    """A recipe's cell walk as an audit kept it: its renderer (its memos hold every
+    process it rendered) and the cells it walked, enumerated with ``options``."""
+
+    renderer: Renderer
+    options: EnumerationOptions
+    cells: tuple[ShapeCell, ...]
+
+
 @dataclass
 class AuditMemos:
     """What audits of the same recipes share beyond the evidence (the base and head of a
@@ -222,15 +235,16 @@ class AuditMemos:
     checkpoints, the same for a recipe on both sides). ``last_use``: the audit is the
     judges' last (the head's), so each recipe's judge is dropped once it is audited."""
 
-    #: id(recipe) -> the recipe (kept alive, so the id stays its) and its renderer
-    renderers: dict[int, tuple[Recipe, Renderer]] = field(default_factory=dict)
+    #: id(recipe) -> the recipe (kept alive, so the id stays its) and its walk's renderer
+    #: and cells
+    renderers: dict[int, tuple[Recipe, KeptWalk]] = field(default_factory=dict)
     coverages: dict[tuple[int, frozenset[str]], tuple[EvidenceIndex, Coverage]] = field(
         default_factory=dict
     )
     last_use: bool = False
 
-    def take(self, recipe: Recipe) -> Renderer | None:
-        """The renderer an audit kept for this very recipe object, if any, no longer kept."""
+    def take(self, recipe: Recipe) -> KeptWalk | None:
+        """What an audit kept for this very recipe object, if anything, no longer kept."""
         held = self.renderers.get(id(recipe))
         if held is None or held[0] is not recipe:
             return None

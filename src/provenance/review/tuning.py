@@ -24,7 +24,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from provenance.audit.normaliser import PolicyNormaliser
-from provenance.audit.pipeline import LoadedRecipes
+from provenance.audit.pipeline import KeptWalk, LoadedRecipes
 from provenance.model.combination import EnvValue, PdPool, Selection
 from provenance.model.flags import FlagSet
 from provenance.recipes.enumerate.rules import recipe_is_omni
@@ -166,6 +166,8 @@ class _Memo:
         self._by_tokens: dict[tuple[object, ...], FlagSet] = {}
         self._names: dict[tuple[str, ...], frozenset[str] | None] = {}
         self._joins: dict[tuple[int, int], FlagSet] = {}
+        self._deltas: dict[tuple[tuple[str, ...], ...], _Delta | None] = {}
+        self._parts: dict[tuple[str, ...], RenderedPart] = {}
 
     def flags(
         self,
@@ -220,6 +222,66 @@ class _Memo:
             argv = ("vllm", "serve", model_id, *(t for unit in units for t in unit))
             found = self._by_tokens[token_key] = self.normaliser.non_major(argv, env)
         return found
+
+    def delta(self, before: _Command, after: _Command) -> _Delta | None:
+        """The flags two commands of one process differ in, from the argument units they
+        do not share alone; None when that may differ from comparing them whole.
+
+        The units of each command (after last-wins dedupe) all start with a ``--flag``
+        and normalise alone; when the units only one side has touch no flag or config
+        name the shared units touch, the shared units set the same flags on both sides
+        and nothing else sets those flags (each flag is resolved from its own name's
+        occurrences), so the difference is that of the unshared units alone, each side
+        normalised once per distinct set of unshared units instead of per command.
+        """
+        if before[0] != after[0] or before[4] != after[4]:
+            return None
+        token_key = (*(p.tokens for p in before[1:4]), *(p.tokens for p in after[1:4]))
+        if token_key in self._deltas:
+            return self._deltas[token_key]
+        found: _Delta | None = None
+        old, new = self._units(before), self._units(after)
+        if old is not None and new is not None:
+            shared = set(old) & set(new)
+            only = [tuple(u for u in side if u not in shared) for side in (old, new)]
+            names = [self.units_names(side) for side in (tuple(shared), only[0] + only[1])]
+            if names[0] is not None and names[1] is not None and names[0].isdisjoint(names[1]):
+                model_id = before[0]
+                found = _delta(
+                    self._command(model_id, self._tokens_part(only[0]), _EMPTY, _EMPTY, {}),
+                    self._command(model_id, self._tokens_part(only[1]), _EMPTY, _EMPTY, {}),
+                )
+        self._deltas[token_key] = found
+        return found
+
+    def _units(self, command: _Command) -> tuple[tuple[str, ...], ...] | None:
+        """The argument units of ``command`` after last-wins dedupe (None: a part is not
+        plain or a unit does not start with a ``--flag``, so boundaries could move)."""
+        parts = command[1:4]
+        if not all(part.plain for part in parts):
+            return None
+        units = tuple(dedupe_unit_list(join_units(parts)))
+        if not all(unit[0].startswith("--") for unit in units):
+            return None
+        return units
+
+    def _tokens_part(self, units: tuple[tuple[str, ...], ...]) -> RenderedPart:
+        tokens = tuple(t for unit in units for t in unit)
+        found = self._parts.get(tokens)
+        if found is None:
+            found = self._parts[tokens] = RenderedPart.of(tokens)
+        return found
+
+    def units_names(self, units: Iterable[tuple[str, ...]]) -> frozenset[str] | None:
+        """Every flag and config name ``units`` may touch (None: a unit that does not
+        normalise alone, which may touch any name)."""
+        names: set[str] = set()
+        for unit in units:
+            facts = self.normaliser.unit_facts(unit)
+            if facts.names is None:
+                return None
+            names.update((*facts.names, unit[0], unit[0].split("=", 1)[0], facts.base))
+        return frozenset(names)
 
     def part_names(self, part: RenderedPart) -> frozenset[str] | None:
         """Every flag and config name ``part`` may touch (None: a positional, a short flag
@@ -353,12 +415,28 @@ def _process_delta(
 ) -> _Delta:
     """The flags that differ between the processes of two deployments. A process whose
     command is the same on both sides changes nothing and is not normalised: most of a
-    PR's commands are (recipes #828: a third of its audit went to normalising them)."""
-    same = {n for n in before.keys() & after.keys() if _same_command(before[n], after[n])}
-    return _flags_delta(
-        {name: memo.flags(*command) for name, command in before.items() if name not in same},
-        {name: memo.flags(*command) for name, command in after.items() if name not in same},
-    )
+    PR's commands are (recipes #828: a third of its audit went to normalising them). A
+    process on both sides is compared by the arguments its two commands do not share
+    when :meth:`_Memo.delta` can (recipes #828 removes one flag from every prefill
+    command: each distinct command used to be normalised whole)."""
+    empty = FlagSet()
+    deltas: list[_Delta] = []
+    for name in sorted(before.keys() | after.keys(), key=repr):
+        old, new = before.get(name), after.get(name)
+        if old is not None and new is not None:
+            if _same_command(old, new):
+                continue
+            found = memo.delta(old, new)
+            if found is not None:
+                deltas.append(found)
+                continue
+        deltas.append(
+            _delta(
+                memo.flags(*old) if old is not None else empty,
+                memo.flags(*new) if new is not None else empty,
+            )
+        )
+    return _merge(deltas)
 
 
 def _flags_delta(
@@ -422,9 +500,11 @@ class TuningComparison:
         self,
         base_side: tuple[Recipe, RecipesRoot],
         head_side: tuple[Recipe, RecipesRoot],
-        renderers: tuple[Renderer | None, Renderer | None] = (None, None),
+        kept: tuple[KeptWalk | None, KeptWalk | None] = (None, None),
     ) -> None:
-        """Compare one recipe's base and head (with the renderers kept for them, if any)."""
+        """Compare one recipe's base and head (with the renderers and cells the audits
+        kept for them, if any: their cells are used when enumerated with the options the
+        comparison enumerates with)."""
         (base_recipe, base_root), (head_recipe, head_root) = base_side, head_side
         options = self.options
         wanted = self.variants.get(head_recipe.hf_id)
@@ -439,16 +519,16 @@ class TuningComparison:
         # one memo per recipe, freed with it: it holds the recipe's rendered parts, and
         # two recipes share next to no command (their model ids differ)
         normaliser, memo, out = self.normaliser, _Memo(self.normaliser), self._out
-        base = _Side(base_recipe, base_root, normaliser, memo, renderers[0])
-        head = _Side(head_recipe, head_root, normaliser, memo, renderers[1])
+        base = _Side(base_recipe, base_root, normaliser, memo, _renderer(kept[0]))
+        head = _Side(head_recipe, head_root, normaliser, memo, _renderer(kept[1]))
         if recipe_is_omni(base_recipe) or recipe_is_omni(head_recipe):
             if recipe_is_omni(base_recipe) and recipe_is_omni(head_recipe):
                 _compare_omni(base, head, recipe_options, out)
             return
         old_cells = {
-            _cell_key(c): c for c in enumerate_cells(base_recipe, base_root, recipe_options)
+            _cell_key(c): c for c in _cells(kept[0], base_recipe, base_root, recipe_options)
         }
-        for cell in enumerate_cells(head_recipe, head_root, recipe_options):
+        for cell in _cells(kept[1], head_recipe, head_root, recipe_options):
             old = old_cells.get(_cell_key(cell))
             if old is not None:
                 _compare_cell(base, head, old, cell, out)
@@ -465,6 +545,20 @@ class TuningComparison:
             )
             for key, count in sorted(out.combinations.items(), key=lambda kv: (-kv[1], kv[0]))
         )
+
+
+def _renderer(kept: KeptWalk | None) -> Renderer | None:
+    return kept.renderer if kept is not None else None
+
+
+def _cells(
+    kept: KeptWalk | None, recipe: Recipe, root: RecipesRoot, options: EnumerationOptions
+) -> Iterable[ShapeCell]:
+    """The cells of ``recipe`` with ``options``: those its audit walked if it walked them
+    with the same options (the audit and the comparison enumerate alike), else anew."""
+    if kept is not None and kept.options == options:
+        return kept.cells
+    return enumerate_cells(recipe, root, options)
 
 
 def tuning_changes(

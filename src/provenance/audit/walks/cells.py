@@ -160,8 +160,10 @@ def audit_cells(
             walk.add(selection, render_omni(recipe, root, selection))
         return walk
     cells = CellWalk(tally, normaliser, recipe, root)
+    cells.options = options
     for cell in enumerate_cells(recipe, root, options):
         cells.add(cell)
+        cells.cells.append(cell)
     return cells
 
 
@@ -179,6 +181,10 @@ class CellWalk:
         self.recipe = recipe
         self.root = root
         self.renderer = Renderer(recipe, root)
+        #: the cells walked, in order, and the options they were enumerated with (the
+        #: PR audit's tuning comparison walks the same cells again)
+        self.cells: list[ShapeCell] = []
+        self.options: EnumerationOptions | None = None
         self._majors: dict[tuple[RoleInputs, tuple[str, ...]], FlagSet] = {}
         self._reduced: dict[tuple[RenderedPart, frozenset[str]], tuple[str, ...]] = {}
         #: a feature part -> the names of its droppable units
@@ -193,6 +199,7 @@ class CellWalk:
         self._template_names: dict[RoleInputs, frozenset[str] | None] = {}
         self._interned: dict[FlagSet, FlagSet] = {}
         self._halves: dict[RawRoles, _Half] = {}
+        self._parts_facts: dict[tuple[str, ...], tuple[frozenset[str], frozenset[str] | None]] = {}
 
     # Rendering -------------------------------------------------------------
     def _major(self, template: RoleInputs, sig: tuple[str, ...], model_id: str) -> FlagSet:
@@ -261,20 +268,40 @@ class CellWalk:
         if template in self._template_names:
             return self._template_names[template]
         prefix, kv_args, _ = self.renderer.parts(template)
-        names: set[str] | None = set()
-        if not _flag_first(kv_args):
-            names = None  # a value first could attach to the features' last flag
+        found: frozenset[str] | None = None
+        if _flag_first(kv_args):  # else a value first could attach to the features' last flag
+            touched = self._part_facts(prefix)[1], self._part_facts(kv_args)[1]
+            if touched[0] is not None and touched[1] is not None:
+                found = touched[0] | touched[1]
+        self._template_names[template] = found
+        return found
+
+    def _part_facts(self, part: RenderedPart) -> tuple[frozenset[str], frozenset[str] | None]:
+        """The flags and config names ``part``'s units set (:meth:`_shape_facts`), and every
+        name they may touch (:meth:`_names_of`; None: a unit does not normalise alone).
+        Many of a recipe's templates render the same parts: each is read once."""
+        found = self._parts_facts.get(part.tokens)
+        if found is not None:
+            return found
         unit_facts = self.normaliser.unit_facts
-        for flag, unit in (*prefix.units, *kv_args.units):
+        names: set[str] = set()
+        touched: set[str] | None = set()
+        for flag, unit in part.units:
             facts = unit_facts(unit)
-            if facts.names is None or names is None:
-                names = None
-                break
-            names.update(facts.names)
-            names.add(facts.base)
             if flag is not None:
                 names.add(flag)
-        found = self._template_names[template] = frozenset(names) if names is not None else None
+            names.add(facts.base)
+            if facts.names is None or touched is None:
+                touched = None
+                continue
+            touched.update(facts.names)
+            touched.add(facts.base)
+            if flag is not None:
+                touched.add(flag)
+        found = self._parts_facts[part.tokens] = (
+            frozenset(names),
+            frozenset(touched) if touched is not None else None,
+        )
         return found
 
     def _signature(
@@ -442,13 +469,10 @@ class CellWalk:
         whether feature arguments may be reduced (KV arguments start with a ``--flag``)."""
         names: set[str] = set()
         reducible = True
-        unit_facts = self.normaliser.unit_facts
         for template in templates:
             prefix, kv_args, _ = self.renderer.parts(template)
-            for flag, unit in (*prefix.units, *kv_args.units):
-                if flag is not None:
-                    names.add(flag)
-                names.add(unit_facts(unit).base)
+            names.update(self._part_facts(prefix)[0])
+            names.update(self._part_facts(kv_args)[0])
             if not _flag_first(kv_args):
                 reducible = False
         return frozenset(names), reducible

@@ -269,7 +269,8 @@ def resolve_recipe_path(root: RecipesRoot, ref: str | Path) -> Path:
 def recipe_identity(root: RecipesRoot, file: Path, spec: RecipeFile) -> str:
     """``Org/Name`` from the path under ``models/``; else the model id or the file stem."""
     try:
-        rel = _resolved(file, str(file)).relative_to(_resolved(root.path / "models", str(root)))
+        models = root.path / "models"
+        rel = _resolved(file, str(file)).relative_to(_resolved(models, str(models)))
     except ValueError:
         rel = None
     if rel is not None and len(rel.parts) >= 2:
