@@ -21,7 +21,7 @@ _ledger_option = click.option(
     "ledger_dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Ledger directory (default: ./ledger).",
+    help="Ledger directory (default: ./ledger in a provenance checkout, else the embedded ledger).",
 )
 
 _wait_option = click.option(
@@ -149,7 +149,10 @@ def reverts_command(
     "evidence_dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Evidence store directory (default: ./evidence).",
+    help=(
+        "Evidence store directory (default: ./evidence in a provenance checkout, else the "
+        "embedded evidence)."
+    ),
 )
 @click.option(
     "--inferencex",

@@ -41,7 +41,7 @@ ledger_dir_option = click.option(
     "--ledger",
     type=click.Path(file_okay=False, path_type=Path),
     default=_default_ledger,
-    show_default="ledger",
+    show_default="./ledger in a provenance checkout, else the embedded ledger",
     help="Ledger directory.",
 )
 
@@ -53,7 +53,7 @@ def evidence_dir_option(dest: str) -> Callable[[F], F]:
         dest,
         type=click.Path(file_okay=False, path_type=Path),
         default=_default_evidence,
-        show_default="evidence",
+        show_default="./evidence in a provenance checkout, else the embedded evidence",
         help="Evidence store directory.",
     )
 
