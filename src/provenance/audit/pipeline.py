@@ -352,7 +352,7 @@ def default_inputs(inputs: AuditInputs) -> ResolvedInputs:
     """Fill in what the command line left out (the one place defaults are decided).
 
     Recipes root: ``--recipes-root``, else the recipes checkout at or around the current
-    directory, else the embedded one (``provenance.store.embedded.default_recipes``); a
+    directory, else the embedded one (``provenance.recipes.source.default_recipes``); a
     named RECIPE the embedded root lacks is a usage error. Ledger and evidence:
     ``provenance.store.paths.default_dirs()`` (embedded too). With no RECIPE, every
     ``models/**/*.yaml`` of the recipes root is audited.
@@ -361,7 +361,7 @@ def default_inputs(inputs: AuditInputs) -> ResolvedInputs:
     if inputs.recipes_root is not None:
         root = inputs.recipes_root
     else:
-        from provenance.store.embedded import default_recipes, missing_recipe
+        from provenance.recipes.source import default_recipes, missing_recipe
         from provenance.store.paths import display_path
 
         found, how = default_recipes()
@@ -752,7 +752,7 @@ def run_audit_steps(
         # the same memo tables, with this audit's ``last_use``
         shared=replace(loaded.memos, last_use=last_use) if shared is not None else None,
     )
-    from provenance.store.embedded import recipes_source
+    from provenance.recipes.source import recipes_source
 
     source = recipes_source(resolved.recipes_root, resolved.recipes_how)
     return report.model_copy(update={"recipes_source": source})

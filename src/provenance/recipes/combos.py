@@ -28,10 +28,10 @@ def default_recipes_root(cwd: Path | None = None, recipe: str | None = None) -> 
     """The recipes root used when ``--recipes-root`` is not given, as for ``audit``.
 
     The recipes checkout at or around the current directory, else the embedded recipes
-    root (:func:`provenance.store.embedded.default_recipes`); a ``recipe`` the embedded
-    root lacks is a usage error (:func:`provenance.store.embedded.missing_recipe`).
+    root (:func:`provenance.recipes.source.default_recipes`); a ``recipe`` the embedded
+    root lacks is a usage error (:func:`provenance.recipes.source.missing_recipe`).
     """
-    from provenance.store.embedded import default_recipes, missing_recipe
+    from provenance.recipes.source import default_recipes, missing_recipe
 
     found, how = default_recipes(cwd)
     missing = missing_recipe(found, recipe) if how == "embedded" and recipe else None

@@ -53,6 +53,7 @@ from provenance.audit.pipeline import (
 from provenance.audit.verdicts import AuditReport, RecipeError
 from provenance.errors import InputError
 from provenance.model.ledger import LedgerIdentity
+from provenance.recipes.source import recipes_source
 from provenance.review.diff import DiffReport, diff_reports
 from provenance.review.introduced import recipes_without_evidence
 from provenance.review.revisions import (
@@ -64,7 +65,6 @@ from provenance.review.revisions import (
     model_paths,
 )
 from provenance.review.tuning import TuningChange, TuningComparison
-from provenance.store.embedded import recipes_source
 
 if TYPE_CHECKING:
     from provenance.recipes.load.loader import Recipe, RecipesRoot

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from provenance.errors import UsageError
-    from provenance.model.recipes_source import RecipesChoice, RecipesSource
 
 #: Where the wheel puts the data, inside the ``provenance`` package.
 PACKAGE_DATA = "data"
@@ -76,7 +75,7 @@ def git_toplevel(start: Path) -> Path | None:
     return None
 
 
-def _default_recipes(here: Path) -> Path | None:
+def checkout_around(here: Path) -> Path | None:
     """A recipes checkout at or around ``here`` (rules 1 and 2 of the module docstring)."""
     if (here / TAXONOMY).is_file():
         return here
@@ -91,91 +90,9 @@ def data_dirs(cwd: Path | None = None) -> DataDirs:
     here = cwd or Path.cwd()
     root = here if _has_data(here) else (packaged_root() or _source_root() or here)
     return DataDirs(
-        recipes=_default_recipes(here) or root / "recipes",
+        recipes=checkout_around(here) or root / "recipes",
         ledger=root / "ledger",
         evidence=root / "evidence",
-    )
-
-
-def default_recipes(cwd: Path | None = None) -> tuple[Path, RecipesChoice]:
-    """The recipes root when ``--recipes-root`` is not given, and which rule chose it:
-    ``current-checkout`` (rules 1 and 2 of the module docstring) or ``embedded`` (3, 4)."""
-    here = cwd or Path.cwd()
-    found = _default_recipes(here)
-    if found is not None:
-        return found, "current-checkout"
-    return data_dirs(here).recipes, "embedded"
-
-
-def recipes_source(
-    root: Path, how: RecipesChoice, cwd: Path | None = None, commit: str | None = None
-) -> RecipesSource:
-    """What the reports say about the recipes root ``root``: its path (relative to the
-    working directory when under it; ``provenance:recipes`` for the embedded one outside
-    it, never where pip put it), how it was chosen and, for a git checkout (``root`` is
-    the top level of a work tree), the commit of its ``HEAD`` (``commit`` when the caller
-    read the recipes at another commit: a PR audit's ``--repo``)."""
-    from provenance import __version__
-    from provenance.model.recipes_source import EMBEDDED_RECIPES, RecipesSource
-
-    here = cwd or Path.cwd()
-    try:
-        shown = str(root.resolve().relative_to(here.resolve())) if root.is_absolute() else str(root)
-    except ValueError:
-        shown = EMBEDDED_RECIPES if how == "embedded" else str(root)
-    if how == "embedded":
-        return RecipesSource(path=shown, how=how, embedded_by=__version__)
-    if commit is not None:
-        return RecipesSource(path=shown, how=how, git_checkout=True, commit=commit)
-    checkout = (root / ".git").exists()
-    return RecipesSource(
-        path=shown,
-        how=how,
-        git_checkout=checkout,
-        commit=head_commit(root) if checkout else None,
-    )
-
-
-def head_commit(checkout: Path) -> str | None:
-    """The full SHA of ``HEAD`` in the git work tree ``checkout``, read through the git
-    seam (:mod:`provenance.sources.git`); None when git cannot read it (no ``git``
-    executable, no commit yet, a damaged repository): the reports then say so."""
-    try:
-        from provenance.sources.git import open_repo, resolve_commit
-    except ImportError:  # gitpython refuses to load without a git executable
-        return None
-    from provenance.errors import ProvenanceError
-
-    try:
-        return str(resolve_commit(open_repo(checkout), "HEAD").hexsha)
-    except (ProvenanceError, OSError, ValueError):
-        return None
-
-
-def missing_recipe(root: Path, ref: str) -> UsageError | None:
-    """The error for a RECIPE that is neither a file nor in the embedded recipes root
-    ``root`` (None when it is one of them, or an absolute path: the loader names that
-    missing file itself): it names what was looked for and how to point at a recipes
-    checkout, not the embedded root's path (a venv's, for a wheel)."""
-    from provenance import __version__
-    from provenance.errors import UsageError
-
-    given = Path(ref)
-    if given.is_absolute():
-        return None
-    for candidate in (given, root / ref, root / "models" / ref, root / "models" / f"{ref}.yaml"):
-        try:
-            if candidate.is_file():
-                return None
-        except (OSError, ValueError):  # a name the system refuses: not found either
-            continue
-    embedded = sorted(
-        f"{p.parent.name}/{p.stem}" for p in (root / "models").glob("*/*.yaml") if p.is_file()
-    )
-    return UsageError(
-        f"recipe {ref} not found: no such file, and the recipes root embedded in provenance "
-        f"{__version__} has only {', '.join(embedded) or 'no recipe'}",
-        hint="run inside a vllm-project/recipes checkout, or pass --recipes-root DIR",
     )
 
 
