@@ -148,6 +148,9 @@ class _Context:
     hw: HardwareView
     kv_store: KvStore | None
     kv_composing: bool
+    #: the recipe's PD pool modes (``pd_pool_modes``: the spec alone), read once per
+    #: context instead of once per pool; empty unless the strategy is ``pd_cluster``
+    pool_modes: tuple[str, ...] = ()
 
 
 def _context(recipe: Recipe, root: RecipesRoot, key: RoleInputs) -> _Context:
@@ -164,6 +167,7 @@ def _context(recipe: Recipe, root: RecipesRoot, key: RoleInputs) -> _Context:
         hw=hardware_view(root.taxonomy, key.hardware),
         kv_store=kv_store,
         kv_composing=kv_store is not None and deploy_type != "pd_cluster",
+        pool_modes=tuple(pd_pool_modes(recipe.spec)) if deploy_type == "pd_cluster" else (),
     )
 
 
@@ -270,7 +274,7 @@ def _pd_pool_args(ctx: _Context, pool: PoolKey, role: str) -> list[str]:
     pool_nodes = pool.nodes
     pool_gpus = gpu_count // 2 if pool_nodes == 0 else pool_nodes * gpu_count
     parallelism = _pd_parallelism(ctx, role, pool)
-    allowed = pd_pool_modes(spec)
+    allowed = ctx.pool_modes or tuple(pd_pool_modes(spec))
     if parallelism not in allowed:
         parallelism = allowed[0]
     upper = role.upper()
@@ -590,6 +594,8 @@ class Renderer:
         self._contexts: dict[tuple[str, str, str, str | None], _Context] = {}
         self._prefix: dict[RoleInputs, tuple[RenderedPart, RenderedPart, dict[str, EnvValue]]] = {}
         self._features: dict[tuple[object, ...], RenderedPart] = {}
+        #: the part of each distinct token run (:meth:`_part`)
+        self._parts: dict[tuple[str, ...], RenderedPart] = {}
         #: allowed feature names per context (same key as the contexts)
         self._allowed: dict[tuple[str, str, str, str | None], frozenset[str]] = {}
 
@@ -633,12 +639,22 @@ class Renderer:
         if parts is None:
             ctx = self._context(key)
             parts = (
-                RenderedPart.of(build_prefix_args(ctx, key)),
-                RenderedPart.of(build_kv_args(ctx, key)),
+                self._part(build_prefix_args(ctx, key)),
+                self._part(build_kv_args(ctx, key)),
                 build_env(ctx, key),
             )
             self._prefix[prefix_key] = parts
         return parts
+
+    def _part(self, tokens: Sequence[str]) -> RenderedPart:
+        """``RenderedPart.of(tokens)``, split once per distinct run of tokens: a PD
+        strategy's pools render a few distinct prefixes and KV runs many times each
+        (thousands of pools, some tens of runs on recipes #828)."""
+        run = tuple(tokens)
+        found = self._parts.get(run)
+        if found is None:
+            found = self._parts[run] = RenderedPart.of(run)
+        return found
 
     def feature_part(self, key: RoleInputs) -> RenderedPart:
         """The feature args of ``key`` (the same for every role of a deployment).
