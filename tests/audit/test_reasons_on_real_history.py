@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from tests.support.recipes_support import full_checkout
+from recipes_support import full_checkout
 
 from provenance.cli.main import cli
 from provenance.model.flags import FlagClass
