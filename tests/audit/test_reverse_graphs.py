@@ -60,3 +60,19 @@ def test_reverse_entries_follow_each_graph() -> None:
     assert reverse_of(subset) == tuple(e for e in full if e.config_key in {"b300-tp8", "h200-tp8"})
     assert reverse_of(RECORDS) == full
     assert reverse_of(RECORDS[:1]) == tuple(e for e in full if e.config_key == "b300-tp8")
+
+
+def test_on_hardware_keeps_record_order_across_hardware() -> None:
+    records = [*RECORDS, pd_record("B300-upper", TP8, TP8, hardware="B300")]
+    graph = graph_of(records, [entry(7, *records)], StandInNormaliser())
+    # oracle: a plain scan of the records in their order, hardware compared lowercased
+    for wanted in ({"b300"}, {"h200", "b300"}, {"gb200"}, {"mi355x"}, set()):
+        expected = [
+            (i.record.hardware.lower(), i.config_key)
+            for i in graph.records.values()
+            if i.record.hardware.lower() in wanted
+        ]
+        for _ in range(2):  # the grouping built on the first call serves the second
+            found = [(hw, i.config_key) for hw, i in graph.on_hardware(sorted(wanted))]
+            assert found == expected
+    assert [i.config_key for _, i in graph.on_hardware(["b300", "b300"])].count("b300-tp8") == 1

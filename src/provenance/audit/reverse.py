@@ -17,7 +17,7 @@ combination ``unreachable`` (:mod:`provenance.audit.judge.reachability`).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from provenance.audit.index import EvidenceIndex, IndexedRecord
@@ -124,41 +124,6 @@ def nearest_combination(roles: FlatRoles, compared: Compared) -> tuple[int, str,
     return best, _describe_diff(roles, recipe), seen
 
 
-#: the records of the last graph read, grouped by lowercased hardware, each with its
-#: position in ``graph.records`` (see :func:`_records_on`)
-_BY_HARDWARE: list[
-    tuple[EvidenceIndex, dict[str, IndexedRecord], int, dict[str, list[tuple[int, IndexedRecord]]]]
-] = []
-
-
-def _records_on(graph: EvidenceIndex, hardware: Iterable[str]) -> list[tuple[str, IndexedRecord]]:
-    """The records of ``graph`` whose lowercased hardware is in ``hardware``, in the
-    order of ``graph.records``, each with that hardware.
-
-    A PR audit calls :func:`reverse_entries` twice per recipe on one graph (328 calls on
-    5,112 records for recipes #828), and a recipe is audited on a few of the graph's
-    hardware: grouping the records by hardware once per graph makes each call visit its
-    own hardware's records only. The grouping is kept for the last graph (the same
-    object with the same ``records`` dict of the same size)."""
-    found = _BY_HARDWARE[0] if _BY_HARDWARE else None
-    if found is None or not (
-        found[0] is graph and found[1] is graph.records and found[2] == len(graph.records)
-    ):
-        groups: dict[str, list[tuple[int, IndexedRecord]]] = defaultdict(list)
-        for position, indexed in enumerate(graph.records.values()):
-            groups[indexed.record.hardware.lower()].append((position, indexed))
-        found = (graph, graph.records, len(graph.records), dict(groups))
-        _BY_HARDWARE[:] = [found]
-    groups_of = found[3]
-    picked = [
-        (position, name, indexed)
-        for name in set(hardware)
-        for position, indexed in groups_of.get(name, ())
-    ]
-    picked.sort(key=lambda row: row[0])
-    return [(name, indexed) for _, name, indexed in picked]
-
-
 def reverse_entries(
     tally: Tally, graph: EvidenceIndex, gpus_per_node: Mapping[str, int]
 ) -> list[ReverseEntry]:
@@ -178,7 +143,7 @@ def reverse_entries(
     nearest: dict[tuple[_Scope, FlatRoles], tuple[int, str, KeyTally]] = {}
     entries: list[ReverseEntry] = []
     audited = {name for _, hardware_set in model_ids for name in hardware_set}
-    for hardware, indexed in _records_on(graph, audited):
+    for hardware, indexed in graph.on_hardware(audited):
         record = indexed.record
         for model_id, hardware_set in model_ids:
             if hardware not in hardware_set:
