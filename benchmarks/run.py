@@ -2,7 +2,7 @@
 """Performance benchmarks of ``provenance`` against the targets of docs/performance.md.
 
 python benchmarks/run.py [--recipes-clone DIR] [--oracle DIR] [--only NAME[,NAME]]
-    [--ledger DIR --evidence DIR] [--repeat N] [--fresh-install]
+    [--ledger DIR --evidence DIR] [--repeat N] [--pin-core N] [--fresh-install]
 
 Targets (``--only``):
   m3       full audit of MiniMax-M3 (71,208 combinations) with --format json, side by
@@ -20,6 +20,10 @@ runs again under that environment's interpreter, timing its console script. With
 it, the console script of this interpreter is timed, whatever install that is (an
 editable one adds its import hooks, and this interpreter's site-packages its own
 ``.pth`` start-up, to every figure).
+
+``--pin-core N`` runs both sides of the ``m3`` comparison under ``taskset -c N``: the
+reference builder's runtime then collects garbage on the same core it renders on
+instead of a second one, so the CPU figures of both compare one core's work.
 
 Every figure is of one child process (os.wait4): wall seconds, CPU seconds
 (user + sys) and peak RSS; the 1-minute load average is printed with each, since
@@ -67,6 +71,16 @@ def provenance_command() -> list[str]:
 
 def provenance_argv(*args: str) -> list[str]:
     return [*provenance_command(), *args]
+
+
+def pinned(core: int | None) -> list[str]:
+    """The ``taskset`` prefix that keeps a child on one core (empty when not asked)."""
+    if core is None:
+        return []
+    taskset = shutil.which("taskset")
+    if taskset is None:
+        raise SystemExit("--pin-core needs taskset (util-linux) on PATH")
+    return [taskset, "-c", str(core)]
 
 
 def row(name: str, m: Measurement, extra: str = "") -> str:
@@ -159,6 +173,10 @@ def target_m3(ctx: Context) -> None:
     oracle = ctx.args.oracle
     clone = ctx.args.recipes_clone
     node = shutil.which("node")
+    pin = pinned(ctx.args.pin_core)
+    audit = [*pin, *audit]
+    if pin:
+        print(f"  both sides pinned: {' '.join(pin)}")
     reference: list[Measurement] = []
     ours: list[Measurement] = []
     records = None
@@ -171,6 +189,7 @@ def target_m3(ctx: Context) -> None:
             reference.append(
                 run_child(
                     [
+                        *pin,
                         node,
                         str(oracle / "enumerate.mjs"),
                         str(clone),
@@ -182,6 +201,11 @@ def target_m3(ctx: Context) -> None:
                     ]
                 )
             )
+            if reference[-1].returncode != 0:
+                raise SystemExit(
+                    f"the reference builder exited {reference[-1].returncode} "
+                    f"(is {oracle} npm-installed? see its README)"
+                )
             records = json.loads(summary.read_text(encoding="utf-8")).get("records")
         ours.append(run_child([*audit, "--output", "/dev/null"], cwd=REPO))
     cold_env = {**os.environ, "PROVENANCE_CACHE_DIR": str(ctx.work / "cold-cache")}
@@ -470,6 +494,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--ledger", type=Path, default=None)
     parser.add_argument("--evidence", type=Path, default=None)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--pin-core", type=int, default=None)
     args = parser.parse_args(argv)
     if args.fresh_install:
         given = list(sys.argv[1:] if argv is None else argv)
